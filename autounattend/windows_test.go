@@ -1,0 +1,419 @@
+package autounattend
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func baseWindows() Windows {
+	return Windows{Version: "2022", Password: "Kube&Node<1>\"pw'"}
+}
+
+// windowsMatrix is every release × firmware × experience, each with a
+// different edition and key mode so the goldens cover those too.
+func windowsMatrix() map[string]Windows {
+	m := map[string]Windows{}
+	for _, v := range windowsVersions {
+		for _, fw := range []string{FirmwareBIOS, FirmwareUEFI} {
+			for _, exp := range []string{ExperienceCore, ExperienceDesktop} {
+				w := baseWindows()
+				w.Version, w.Firmware, w.Experience = v, fw, exp
+				if exp == ExperienceDesktop {
+					w.Edition = EditionStandard
+					w.ProductKey = ProductKeyKMS
+				}
+				if fw == FirmwareBIOS {
+					w.PasswordEncoding = PasswordPlainText
+				}
+				m[fmt.Sprintf("windows-%s-%s-%s", v, fw, exp)] = w
+			}
+		}
+	}
+	return m
+}
+
+func TestRenderWindowsGolden(t *testing.T) {
+	for name, w := range windowsMatrix() {
+		t.Run(name, func(t *testing.T) {
+			out, err := RenderWindows(w)
+			require.NoError(t, err)
+			golden(t, "windows/"+name+".xml", out)
+		})
+	}
+	t.Run("custom", func(t *testing.T) {
+		w := baseWindows()
+		w.Username = "packer"
+		w.ComputerName = "win-node-01"
+		w.TimeZone = "W. Europe Standard Time"
+		w.UILanguage, w.InputLocale = "de-DE", "0407:00000407"
+		w.ImageIndex = 2
+		w.ProductKey = "AAAAA-BBBBB-CCCCC-DDDDD-EEEEE"
+		w.VirtioDrivers = []string{"viostor", "NetKVM", "Balloon"}
+		w.VirtioDriveLetters = []string{"E"}
+		w.FirstLogonCommands = []string{`cmd /c echo "a & b" > C:\first.txt`}
+		out, err := RenderWindows(w)
+		require.NoError(t, err)
+		golden(t, "windows/windows-2022-custom.xml", out)
+	})
+}
+
+func TestRenderWindowsFirstBootGolden(t *testing.T) {
+	out, err := RenderWindowsFirstBoot(WindowsFirstBoot{Password: "Clone&Pass<1>"})
+	require.NoError(t, err)
+	golden(t, "windows/firstboot-default.xml", out)
+
+	out, err = RenderWindowsFirstBoot(WindowsFirstBoot{
+		Password: "Clone&Pass<1>", PasswordEncoding: PasswordPlainText, ComputerName: "node-7",
+		Commands: []string{`sc.exe config kubenode-joiner start= auto`, `cmd /c echo joined > C:\k\first-boot.txt`},
+	})
+	require.NoError(t, err)
+	golden(t, "windows/firstboot-custom.xml", out)
+
+	root := parseXML(t, out)
+	specialize := root.pass(t, passSpecialize)
+	deploy := specialize.component(t, "Microsoft-Windows-Deployment")
+	cmds := deploy.all("RunSynchronous/RunSynchronousCommand")
+	require.Len(t, cmds, 2)
+	assertOrders(t, cmds)
+	assert.Equal(t, `cmd /c echo joined > C:\k\first-boot.txt`, cmds[1].text("Path"))
+	assert.Nil(t, root.find("settings/component/AutoLogon"), "a clone must not log on automatically")
+}
+
+func bootstrapCases() map[string]Windows {
+	winrm := baseWindows()
+	tls := baseWindows()
+	tls.WinRMUseSSL = true
+	ssh := baseWindows()
+	ssh.Communicator = CommunicatorSSH
+	ssh.Username = "packer"
+	ssh.SSHAuthorizedKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9v it’s-me@host", "ssh-rsa AAAAB3NzaC1yc2E= ops"}
+	return map[string]Windows{"bootstrap-winrm.ps1": winrm, "bootstrap-winrm-https.ps1": tls, "bootstrap-ssh.ps1": ssh}
+}
+
+func TestRenderWindowsBootstrapGolden(t *testing.T) {
+	for name, w := range bootstrapCases() {
+		t.Run(name, func(t *testing.T) {
+			out, err := RenderWindowsBootstrap(w)
+			require.NoError(t, err)
+			golden(t, "windows/"+name, out)
+			s := string(out)
+			assert.True(t, strings.HasPrefix(s, utf8BOM), "script must start with a UTF-8 BOM")
+			// The gate is opened first and closed last.
+			gate := strings.Index(s, "New-NetFirewallRule -Name 'kubenode-build-gate'")
+			ungate := strings.Index(s, "Remove-NetFirewallRule -Name 'kubenode-build-gate'")
+			require.True(t, gate > 0 && ungate > gate, "gate rule must come first and be removed last")
+			for _, startsService := range []string{"Restart-Service -Name 'WinRM'", "Start-Service -Name 'sshd'"} {
+				if i := strings.Index(s, startsService); i >= 0 {
+					assert.Greater(t, i, gate)
+					assert.Less(t, i, ungate)
+				}
+			}
+			assert.NotContains(t, strings.ToLower(s), "wmic")
+			assert.NotContains(t, s, w.Password, "the bootstrap script must not carry the password")
+		})
+	}
+}
+
+func TestWindowsSeedDisc(t *testing.T) {
+	d, err := WindowsSeed(baseWindows())
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, WriteISO(&buf, d))
+	back, err := ReadISO(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, WindowsSeedLabel, back.Label)
+	// Setup searches for Autounattend.xml case-insensitively (CDFS upcases both sides).
+	data, err := back.File("Autounattend.xml")
+	require.NoError(t, err)
+	want, _ := RenderWindows(baseWindows())
+	assert.Equal(t, string(want), string(data))
+	_, err = back.File(WindowsBootstrapScript)
+	require.NoError(t, err)
+}
+
+// The structural checks below read the answer file as XML, never as text.
+
+type xnode struct {
+	XMLName  xml.Name
+	Attrs    []xml.Attr `xml:",any,attr"`
+	Children []*xnode   `xml:",any"`
+	Text     string     `xml:",chardata"`
+}
+
+func parseXML(t *testing.T, b []byte) *xnode {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var n xnode
+	require.NoError(t, dec.Decode(&n), "answer file is not well-formed XML")
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return &n
+		}
+		require.NoError(t, err)
+		cd, ok := tok.(xml.CharData)
+		require.True(t, ok && len(bytes.TrimSpace(cd)) == 0, "trailing content after the root element: %v", tok)
+	}
+}
+
+func (n *xnode) attr(local string) string {
+	for _, a := range n.Attrs {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// all returns the descendants along a slash-separated path of local names.
+func (n *xnode) all(path string) []*xnode {
+	cur := []*xnode{n}
+	for _, part := range strings.Split(path, "/") {
+		var next []*xnode
+		for _, c := range cur {
+			for _, ch := range c.Children {
+				if ch.XMLName.Local == part {
+					next = append(next, ch)
+				}
+			}
+		}
+		cur = next
+	}
+	return cur
+}
+
+func (n *xnode) find(path string) *xnode {
+	if all := n.all(path); len(all) > 0 {
+		return all[0]
+	}
+	return nil
+}
+
+func (n *xnode) text(path string) string {
+	if f := n.find(path); f != nil {
+		return strings.TrimSpace(f.Text)
+	}
+	return ""
+}
+
+func (n *xnode) pass(t *testing.T, name string) *xnode {
+	t.Helper()
+	for _, s := range n.all("settings") {
+		if s.attr("pass") == name {
+			return s
+		}
+	}
+	t.Fatalf("no settings pass %q", name)
+	return nil
+}
+
+func (n *xnode) component(t *testing.T, name string) *xnode {
+	t.Helper()
+	for _, c := range n.all("component") {
+		if c.attr("name") == name {
+			return c
+		}
+	}
+	t.Fatalf("no component %q", name)
+	return nil
+}
+
+func assertOrders(t *testing.T, items []*xnode) {
+	t.Helper()
+	for i, it := range items {
+		assert.Equal(t, strconv.Itoa(i+1), it.text("Order"), "Order of item %d", i)
+	}
+}
+
+func decodePassword(t *testing.T, v, suffix string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(v)
+	require.NoError(t, err)
+	require.Zero(t, len(raw)%2)
+	u := make([]uint16, len(raw)/2)
+	for i := range u {
+		u[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	}
+	s := string(utf16.Decode(u))
+	require.True(t, strings.HasSuffix(s, suffix), "encoded password lacks suffix %q", suffix)
+	return strings.TrimSuffix(s, suffix)
+}
+
+func passwordValue(t *testing.T, n *xnode, suffix string) string {
+	t.Helper()
+	require.NotNil(t, n)
+	v := n.text("Value")
+	switch n.text("PlainText") {
+	case "true":
+		return v
+	case "false":
+		return decodePassword(t, v, suffix)
+	}
+	t.Fatalf("PlainText must be true or false, got %q", n.text("PlainText"))
+	return ""
+}
+
+func TestRenderWindowsStructure(t *testing.T) {
+	cases := windowsMatrix()
+	custom := baseWindows()
+	custom.Username = "packer"
+	custom.Password = "ünïcødé ‘quoted’ & <tags> 🔑"
+	custom.FirstLogonCommands = []string{"cmd /c one", "cmd /c two"}
+	cases["custom-user"] = custom
+	for name, w := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := RenderWindows(w)
+			require.NoError(t, err)
+			root := parseXML(t, out)
+			assert.Equal(t, "unattend", root.XMLName.Local)
+			assert.Equal(t, unattendNS, root.XMLName.Space)
+
+			var passes []string
+			for _, s := range root.all("settings") {
+				passes = append(passes, s.attr("pass"))
+				for _, c := range s.all("component") {
+					assert.Equal(t, "amd64", c.attr("processorArchitecture"), c.attr("name"))
+					assert.Equal(t, "31bf3856ad364e35", c.attr("publicKeyToken"), c.attr("name"))
+					assert.Equal(t, "neutral", c.attr("language"), c.attr("name"))
+					assert.Equal(t, "nonSxS", c.attr("versionScope"), c.attr("name"))
+					assert.NotEmpty(t, c.attr("name"))
+				}
+			}
+			assert.Equal(t, []string{passWindowsPE, passOfflineServicing, passSpecialize, passOOBESystem}, passes)
+
+			wd := w.withDefaults()
+			pe := root.pass(t, passWindowsPE)
+			setup := pe.component(t, "Microsoft-Windows-Setup")
+			creates := setup.all("DiskConfiguration/Disk/CreatePartitions/CreatePartition")
+			modifies := setup.all("DiskConfiguration/Disk/ModifyPartitions/ModifyPartition")
+			assertOrders(t, creates)
+			assertOrders(t, modifies)
+			var types []string
+			for _, c := range creates {
+				types = append(types, c.text("Type"))
+			}
+			installTo, _ := strconv.Atoi(setup.text("ImageInstall/OSImage/InstallTo/PartitionID"))
+			require.True(t, installTo >= 1 && installTo <= len(modifies), "InstallTo partition %d does not exist", installTo)
+			target := modifies[installTo-1]
+			assert.Equal(t, "C", target.text("Letter"))
+			assert.Equal(t, "NTFS", target.text("Format"))
+			assert.Equal(t, "true", creates[installTo-1].text("Extend"), "Windows goes on the partition that fills the disk")
+			if wd.Firmware == FirmwareUEFI {
+				assert.Equal(t, []string{"EFI", "MSR", "Primary"}, types)
+				assert.Equal(t, "FAT32", modifies[0].text("Format"))
+				assert.Empty(t, setup.find("DiskConfiguration/Disk/ModifyPartitions/ModifyPartition/Active"), "UEFI has no active partition")
+			} else {
+				assert.Equal(t, []string{"Primary", "Primary"}, types)
+				assert.Equal(t, "true", modifies[0].text("Active"))
+				assert.Equal(t, "350", creates[0].text("Size"))
+			}
+			assert.Equal(t, setup.text("DiskConfiguration/Disk/DiskID"), setup.text("ImageInstall/OSImage/InstallTo/DiskID"))
+
+			key, value := wd.imageSelector()
+			assert.Equal(t, key, setup.text("ImageInstall/OSImage/InstallFrom/MetaData/Key"))
+			assert.Equal(t, value, setup.text("ImageInstall/OSImage/InstallFrom/MetaData/Value"))
+			if wd.ProductKey == ProductKeyKMS {
+				assert.Equal(t, windowsReleases[wd.Version].KMSClientKeys[wd.Edition], setup.text("UserData/ProductKey/Key"))
+			} else if wd.ProductKey == "" {
+				assert.Nil(t, setup.find("UserData/ProductKey/Key"), "evaluation media take no key")
+			}
+
+			paths := pe.component(t, "Microsoft-Windows-PnpCustomizationsWinPE").all("DriverPaths/PathAndCredentials")
+			assert.Len(t, paths, len(wd.VirtioDrivers)*len(wd.VirtioDriveLetters))
+			for i, p := range paths {
+				assert.Equal(t, strconv.Itoa(i+1), p.attr("keyValue"))
+				assert.Contains(t, p.text("Path"), `\`+windowsReleases[wd.Version].VirtioDir+`\amd64`)
+			}
+
+			oobe := root.pass(t, passOOBESystem).component(t, "Microsoft-Windows-Shell-Setup")
+			assert.Equal(t, wd.Password, passwordValue(t, oobe.find("UserAccounts/AdministratorPassword"), "AdministratorPassword"))
+			assert.Equal(t, wd.Password, passwordValue(t, oobe.find("AutoLogon/Password"), "Password"))
+			assert.Equal(t, wd.Username, oobe.text("AutoLogon/Username"))
+			if !wd.isBuiltinAdmin() {
+				acct := oobe.find("UserAccounts/LocalAccounts/LocalAccount")
+				require.NotNil(t, acct)
+				assert.Equal(t, wd.Username, acct.text("Name"))
+				assert.Equal(t, "Administrators", acct.text("Group"))
+				assert.Equal(t, wd.Password, passwordValue(t, acct.find("Password"), "Password"))
+			}
+			cmds := oobe.all("FirstLogonCommands/SynchronousCommand")
+			require.Len(t, cmds, len(wd.FirstLogonCommands)+1)
+			assertOrders(t, cmds)
+			for i, c := range wd.FirstLogonCommands {
+				assert.Equal(t, c, cmds[i].text("CommandLine"))
+			}
+			assert.Equal(t, bootstrapCommandLine(), cmds[len(cmds)-1].text("CommandLine"), "the bootstrap runs last")
+			assert.Equal(t, "false", root.pass(t, passOfflineServicing).component(t, "Microsoft-Windows-LUA-Settings").text("EnableLUA"))
+			spec := root.pass(t, passSpecialize)
+			assert.Equal(t, wd.ComputerName, spec.component(t, "Microsoft-Windows-Shell-Setup").text("ComputerName"))
+			assert.Equal(t, "true", spec.component(t, "Microsoft-Windows-ServerManager-SvrMgrNc").text("DoNotOpenServerManagerAtLogon"))
+			assert.Equal(t, "true", spec.component(t, "Microsoft-Windows-Security-SPP-UX").text("SkipAutoActivation"))
+		})
+	}
+}
+
+func TestEncodeUnattendPasswordKnownValue(t *testing.T) {
+	// Windows SIM encodes "Passw0rd!" for the administrator as this string
+	// (UTF-16LE of "Passw0rd!AdministratorPassword", base64).
+	assert.Equal(t, "UABhAHMAcwB3ADAAcgBkACEAQQBkAG0AaQBuAGkAcwB0AHIAYQB0AG8AcgBQAGEAcwBzAHcAbwByAGQA",
+		EncodeUnattendPassword("Passw0rd!", "AdministratorPassword"))
+}
+
+func TestWindowsValidateReportsEveryProblem(t *testing.T) {
+	w := Windows{
+		Version: "2016", Edition: "enterprise", Experience: "gui", Firmware: "coreboot",
+		ImageName: "x", ImageIndex: 2, ComputerName: "this-name-is-too-long", Username: "bad/user",
+		PasswordEncoding: "rot13", ProductKey: "12345", Communicator: "telnet",
+		VirtioDrivers: []string{"viostor", "floppy"}, VirtioDriveLetters: []string{"A"},
+		UILanguage: "English", TimeZone: "Mars/Olympus;", FirstLogonCommands: []string{"", "a\nb"},
+		SSHAuthorizedKeys: []string{"not a key"},
+	}
+	err := w.Validate()
+	require.Error(t, err)
+	require.True(t, IsValidation(err))
+	msg := err.Error()
+	for _, key := range []string{
+		"version:", "edition:", "experience:", "firmware:", "image_name: set image_name or image_index",
+		"computer_name:", "username:", "password: is required", "password_encoding:", "product_key:",
+		"communicator:", "virtio_drivers[1]:", "virtio_drive_letters[0]:", "ui_language:", "timezone:",
+		"first_logon_commands[0]: is empty", "first_logon_commands[1]: contains a control character",
+		"ssh_authorized_keys[0]:",
+	} {
+		assert.Contains(t, msg, key)
+	}
+	assert.Contains(t, msg, `use one of "2019", "2022", "2025"`)
+
+	ssh := baseWindows()
+	ssh.Communicator = CommunicatorSSH
+	assert.ErrorContains(t, ssh.Validate(), "ssh_authorized_keys: is required when communicator is \"ssh\"")
+
+	_, err = RenderWindows(w)
+	assert.True(t, IsValidation(err), "RenderWindows validates")
+	assert.NoError(t, baseWindows().Validate())
+}
+
+func TestWindowsFirstBootValidate(t *testing.T) {
+	err := WindowsFirstBoot{ComputerName: "12345", Commands: []string{strings.Repeat("x", 300)}}.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "computer_name:")
+	assert.Contains(t, err.Error(), "password: is required")
+	assert.Contains(t, err.Error(), "commands[0]: is 300 characters; Windows runs at most 259")
+}
+
+func TestEvaluationImageIndex(t *testing.T) {
+	assert.Equal(t, 1, EvaluationImageIndex(EditionStandard, ExperienceCore))
+	assert.Equal(t, 2, EvaluationImageIndex(EditionStandard, ExperienceDesktop))
+	assert.Equal(t, 3, EvaluationImageIndex(EditionDatacenter, ExperienceCore))
+	assert.Equal(t, 4, EvaluationImageIndex(EditionDatacenter, ExperienceDesktop))
+}
