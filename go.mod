@@ -5,9 +5,11 @@ go 1.25.11
 replace github.com/zclconf/go-cty => github.com/nywilken/go-cty v1.13.3
 
 require (
+	github.com/airbus-cert/tree-sitter-powershell v0.25.10
 	github.com/hashicorp/packer-plugin-sdk v0.6.10
 	github.com/kdomanski/iso9660 v0.4.0
 	github.com/stretchr/testify v1.12.1
+	github.com/tree-sitter/go-tree-sitter v0.25.0
 )
 
 require (
@@ -67,6 +69,7 @@ require (
 	github.com/klauspost/compress v1.11.2 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-pointer v0.0.1 // indirect
 	github.com/mitchellh/cli v1.1.5 // indirect
 	github.com/mitchellh/copystructure v1.0.0 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Installs and builds what kubenode's tests and main job need, idempotently.
+# Every built binary is cached under $KUBENODE_CACHE/<tool>/<version>/, so a
+# warm run takes seconds.
+#
+#   scripts/setup.sh packages    Debian packages (apt-get; needs root)
+#   scripts/setup.sh packer      packer, built from the Go module proxy
+#   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
+#   scripts/setup.sh all         all of the above
+#   scripts/setup.sh env         prints `export` lines for PATH, CGO_CFLAGS, ...
+#                                (use: eval "$(scripts/setup.sh env)")
+set -euo pipefail
+
+# Pinned versions: the module proxy refuses version lists for packer and its
+# SDK, so nothing here may say @latest.
+PACKER_VERSION=v1.16.0
+PACKER_SDC_VERSION=v0.6.10 # must match packer-plugin-sdk in go.mod
+
+APT_PACKAGES=(
+  ca-certificates git make gcc libc6-dev # go, cgo (race detector, tree-sitter)
+  xorriso genisoimage                    # read seed discs back independently (xorriso, isoinfo)
+  openssl whois                          # openssl passwd / mkpasswd check our password hashes
+)
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
+PACKER_BIN=$CACHE/packer/$PACKER_VERSION/packer
+PACKER_SDC_BIN=$CACHE/packer-sdc/$PACKER_SDC_VERSION/packer-sdc
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_go() {
+  command -v go >/dev/null || { log "Go is not on PATH: install Go 1.25 or newer (https://go.dev/doc/install)"; exit 1; }
+}
+
+packages() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all present"
+    return
+  fi
+  log "Debian packages: installing ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build_packer compiles packer from its module source: `go install x@v` is
+# refused by the proxy (it asks for the version list), so build in place.
+build_packer() {
+  need_go
+  if [ -x "$PACKER_BIN" ]; then
+    log "packer $PACKER_VERSION: cached at $PACKER_BIN"
+    return
+  fi
+  log "packer $PACKER_VERSION: building (about 7 minutes cold)"
+  local dir src
+  dir=$(cd /tmp && go mod download -json "github.com/hashicorp/packer@$PACKER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || { log "go mod download github.com/hashicorp/packer@$PACKER_VERSION failed"; exit 1; }
+  src=$(mktemp -d)
+  trap 'rm -rf "$src"' RETURN
+  cp -r "$dir/." "$src"
+  chmod -R u+w "$src"
+  mkdir -p "$(dirname "$PACKER_BIN")"
+  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -o "$PACKER_BIN.tmp" .)
+  mv "$PACKER_BIN.tmp" "$PACKER_BIN"
+  log "packer $PACKER_VERSION: built at $PACKER_BIN"
+}
+
+build_packer_sdc() {
+  need_go
+  if [ -x "$PACKER_SDC_BIN" ]; then
+    log "packer-sdc $PACKER_SDC_VERSION: cached at $PACKER_SDC_BIN"
+    return
+  fi
+  log "packer-sdc $PACKER_SDC_VERSION: building"
+  mkdir -p "$(dirname "$PACKER_SDC_BIN")"
+  (cd "$ROOT" && go build -o "$PACKER_SDC_BIN.tmp" github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc)
+  mv "$PACKER_SDC_BIN.tmp" "$PACKER_SDC_BIN"
+}
+
+# tree_sitter_cflags: the PowerShell grammar's scanner.c includes
+# <tree_sitter/parser.h>, which lives in the grammar module's src/.
+tree_sitter_cflags() {
+  local dir
+  dir=$(cd "$ROOT" && go list -m -f '{{.Dir}}' github.com/airbus-cert/tree-sitter-powershell 2>/dev/null || true)
+  if [ -z "$dir" ]; then
+    (cd "$ROOT" && go mod download github.com/airbus-cert/tree-sitter-powershell) >&2
+    dir=$(cd "$ROOT" && go list -m -f '{{.Dir}}' github.com/airbus-cert/tree-sitter-powershell)
+  fi
+  printf '%s' "-I$dir/src"
+}
+
+print_env() {
+  need_go
+  echo "export PATH=\"$(dirname "$PACKER_BIN"):$(dirname "$PACKER_SDC_BIN"):\$PATH\""
+  echo "export CGO_CFLAGS=\"$(tree_sitter_cflags)\""
+  echo "export PACKER_CHECKPOINT_DISABLE=1"
+  echo "export KUBENODE_PACKER=\"$PACKER_BIN\""
+  echo "export KUBENODE_PACKER_SDC=\"$PACKER_SDC_BIN\""
+}
+
+case "${1:-all}" in
+  packages) packages ;;
+  packer) build_packer ;;
+  packer-sdc) build_packer_sdc ;;
+  all) packages; build_packer; build_packer_sdc ;;
+  env) print_env ;;
+  *) echo "usage: $0 [packages|packer|packer-sdc|all|env]" >&2; exit 2 ;;
+esac
