@@ -5,5 +5,7 @@
 //
 // Every config is validated as a whole: Validate returns a *ValidationError
 // listing every problem, each naming the field (by its HCL key) and what is
-// allowed. Rendering is deterministic: the same config gives the same bytes.
+// allowed. Rendering is deterministic: the same config gives the same bytes,
+// with one exception: a Linux password given in plain text is hashed with a
+// random salt unless Linux.PasswordSalt is set.
 package autounattend

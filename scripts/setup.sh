@@ -20,6 +20,10 @@ APT_PACKAGES=(
   ca-certificates git make gcc libc6-dev # go, cgo (race detector, tree-sitter)
   xorriso genisoimage                    # read seed discs back independently (xorriso, isoinfo)
   openssl whois                          # openssl passwd / mkpasswd check our password hashes
+  libvirt-daemon-system libvirt-clients  # the builder's hypervisor API (started by scripts/libvirtd.sh)
+  qemu-system-x86 qemu-utils ovmf        # QEMU (TCG here), qemu-img, UEFI firmware
+  swtpm swtpm-tools                      # vTPM for Windows 11-class guests
+  debootstrap extlinux fdisk e2fsprogs mount # scripts/base-disk.sh: the Debian test base disk
 )
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
