@@ -183,15 +183,18 @@ func renderAutoinstall(l Linux, hash string) ([]File, error) {
 // (modules set_hostname, users_groups, ssh, package_update_upgrade_install,
 // runcmd, timezone, locale, keyboard).
 type cloudConfig struct {
-	Hostname  yamlStr         `yaml:"hostname"`
-	FQDN      yamlStr         `yaml:"fqdn,omitempty"`
-	Users     []cloudUser     `yaml:"users"`
-	SSHPwauth bool            `yaml:"ssh_pwauth"`
-	Packages  []yamlStr       `yaml:"packages"`
-	Runcmd    []yamlStr       `yaml:"runcmd,omitempty"`
-	Timezone  yamlStr         `yaml:"timezone,omitempty"`
-	Locale    yamlStr         `yaml:"locale,omitempty"`
-	Keyboard  *keyboardLayout `yaml:"keyboard,omitempty"`
+	Hostname yamlStr `yaml:"hostname"`
+	FQDN     yamlStr `yaml:"fqdn,omitempty"`
+	// ManageEtcHosts maps the host name to a loopback address, so sudo and
+	// anything else that resolves it works without DNS.
+	ManageEtcHosts bool            `yaml:"manage_etc_hosts"`
+	Users          []cloudUser     `yaml:"users"`
+	SSHPwauth      bool            `yaml:"ssh_pwauth"`
+	Packages       []yamlStr       `yaml:"packages"`
+	Runcmd         []yamlStr       `yaml:"runcmd,omitempty"`
+	Timezone       yamlStr         `yaml:"timezone,omitempty"`
+	Locale         yamlStr         `yaml:"locale,omitempty"`
+	Keyboard       *keyboardLayout `yaml:"keyboard,omitempty"`
 }
 
 // cloudUser is one entry of users. Listing users replaces the image's
@@ -207,7 +210,8 @@ type cloudUser struct {
 
 func renderCloudInit(l Linux, hash string) ([]File, error) {
 	c := cloudConfig{
-		Hostname: yamlStr(l.shortHostname()),
+		Hostname:       yamlStr(l.shortHostname()),
+		ManageEtcHosts: true,
 		Users: []cloudUser{{
 			Name:              yamlStr(l.Username),
 			Sudo:              yamlStr("ALL=(ALL) NOPASSWD:ALL"),

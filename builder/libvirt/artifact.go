@@ -1,0 +1,50 @@
+package libvirt
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Artifact is the finished disk: files in output_directory, or a volume
+// left in a storage pool (keep_in_pool).
+type Artifact struct {
+	dir    string
+	files  []string
+	pool   string
+	volume string
+	// StateData carries what later components need (kubenode-export,
+	// kubenode-bake): see generatedData.
+	StateData map[string]interface{}
+}
+
+func (*Artifact) BuilderId() string { return BuilderID }
+
+func (a *Artifact) Files() []string { return a.files }
+
+func (a *Artifact) Id() string {
+	if a.volume != "" {
+		return a.pool + "/" + a.volume
+	}
+	if len(a.files) > 0 {
+		return a.files[0]
+	}
+	return ""
+}
+
+func (a *Artifact) String() string {
+	if a.volume != "" {
+		return fmt.Sprintf("Volume %s in libvirt storage pool %s", a.volume, a.pool)
+	}
+	return fmt.Sprintf("Disk image in %s: %s", a.dir, strings.Join(a.files, ", "))
+}
+
+func (a *Artifact) State(name string) interface{} { return a.StateData[name] }
+
+// Destroy removes the files (a kept volume is the user's to delete).
+func (a *Artifact) Destroy() error {
+	if a.dir != "" {
+		return os.RemoveAll(a.dir)
+	}
+	return nil
+}

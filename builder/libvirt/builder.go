@@ -1,0 +1,161 @@
+package libvirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/packer-plugin-sdk/communicator"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/packerbuilderdata"
+)
+
+// Builder is the kubenode-libvirt builder.
+type Builder struct {
+	config Config
+	runner multistep.Runner
+	// newDriver connects to libvirt; tests replace it.
+	newDriver func(uri string) (Driver, error)
+}
+
+func (b *Builder) ConfigSpec() hcldec.ObjectSpec { return b.config.FlatMapstructure().HCL2Spec() }
+
+func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
+	warnings, err := b.config.Prepare(raws...)
+	if err != nil {
+		return nil, warnings, err
+	}
+	return generatedDataKeys, warnings, nil
+}
+
+// generatedDataKeys are the build variables this builder sets
+// (build.OSFamily etc. in templates; the artifact's state for post-processors).
+var generatedDataKeys = []string{"OSFamily", "OSVersion", "Firmware", "DiskPath", "Communicator", "Accelerator"}
+
+func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook) (packersdk.Artifact, error) {
+	c := &b.config
+	newDriver := b.newDriver
+	if newDriver == nil {
+		newDriver = NewDriver
+	}
+	driver, err := newDriver(c.LibvirtURI)
+	if err != nil {
+		return nil, err
+	}
+	defer driver.Close()
+
+	state := new(multistep.BasicStateBag)
+	state.Put(stateConfig, c)
+	state.Put(stateDriver, driver)
+	state.Put(stateUI, ui)
+	state.Put("hook", hook)
+	state.Put("debug", c.PackerDebug)
+	gen := &packerbuilderdata.GeneratedData{State: state}
+	data := c.generatedData()
+	for k, v := range data {
+		gen.Put(k, v)
+	}
+
+	b.runner = commonsteps.NewRunnerWithPauseFn(b.steps(), c.PackerConfig, ui, state)
+	b.runner.Run(ctx, state)
+
+	if err, ok := state.GetOk("error"); ok {
+		return nil, err.(error)
+	}
+	if _, ok := state.GetOk(multistep.StateCancelled); ok {
+		return nil, errors.New("build was cancelled")
+	}
+	if _, ok := state.GetOk(multistep.StateHalted); ok {
+		return nil, errors.New("build was halted")
+	}
+	a := &Artifact{dir: c.OutputDir, StateData: map[string]interface{}{"generated_data": state.Get("generated_data")}}
+	if v, ok := state.GetOk(stateExportVol); ok {
+		a.pool, a.volume, a.dir = state.Get(statePool).(string), v.(string), ""
+	}
+	if files, ok := state.GetOk(stateExported); ok {
+		a.files = files.([]string)
+	}
+	return a, nil
+}
+
+func (b *Builder) steps() []multistep.Step {
+	c := &b.config
+	var steps []multistep.Step
+	if c.DiskImage == "" {
+		steps = append(steps, &commonsteps.StepDownload{
+			Checksum:    c.ISOChecksum,
+			Description: "ISO",
+			Extension:   c.TargetExtension,
+			ResultKey:   stateISOPath,
+			TargetPath:  c.TargetPath,
+			Url:         c.ISOUrls,
+		})
+	}
+	steps = append(steps,
+		&commonsteps.StepOutputDir{Force: c.PackerForce, Path: c.OutputDir},
+		multistep.If(c.Comm.Type == "ssh", &communicator.StepSSHKeyGen{
+			CommConf:            &c.Comm,
+			SSHTemporaryKeyPair: c.Comm.SSH.SSHTemporaryKeyPair,
+		}),
+		&stepCreateSeed{},
+		&stepCreateStorage{},
+		commonsteps.HTTPServerFromHTTPConfig(&c.HTTPConfig),
+		&stepForwardPort{},
+		&stepDefineDomain{},
+		&stepStartDomain{},
+		&stepTypeBootCommand{},
+		&stepWaitCommunicator{connect: &communicator.StepConnect{
+			Config:    &c.Comm,
+			Host:      c.commHost,
+			SSHConfig: c.Comm.SSHConfigFunc(),
+			SSHPort:   c.commPort,
+			WinRMPort: c.commPort,
+		}},
+		new(commonsteps.StepProvision),
+		&commonsteps.StepCleanupTempKeys{Comm: &c.Comm},
+		&stepShutdown{},
+		&stepExport{},
+	)
+	return steps
+}
+
+// commHost: on user-mode networking the communicator goes to the forwarded
+// port on this machine's loopback.
+func (c *Config) commHost(state multistep.StateBag) (string, error) {
+	if c.Comm.Host() != "" {
+		return c.Comm.Host(), nil
+	}
+	if c.Network == "user" {
+		return "127.0.0.1", nil
+	}
+	return "", fmt.Errorf("the guest's address on network %q is not known: set ssh_host or winrm_host", c.Network+c.Bridge)
+}
+
+func (c *Config) commPort(state multistep.StateBag) (int, error) {
+	if p, ok := state.GetOk(stateHostPort); ok {
+		return p.(int), nil
+	}
+	return c.Comm.Port(), nil
+}
+
+// generatedData is what the build tells later components about the image.
+func (c *Config) generatedData() map[string]interface{} {
+	family, version := "unknown", ""
+	switch {
+	case c.Windows != nil:
+		family, version = "windows", c.Windows.Version
+	case c.Linux != nil:
+		family, version = "linux", c.Linux.Flavor
+	}
+	return map[string]interface{}{
+		"OSFamily":     family,
+		"OSVersion":    version,
+		"Firmware":     c.Firmware,
+		"DiskPath":     c.OutputDir + "/" + c.VMName + ".qcow2",
+		"Communicator": c.Comm.Type,
+		"Accelerator":  c.Accelerator,
+	}
+}

@@ -1,0 +1,500 @@
+//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,WindowsSeedConfig,LinuxSeedConfig
+//go:generate go tool packer-sdc struct-markdown
+
+package libvirt
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/bootcommand"
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/communicator"
+	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/shutdowncommand"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+)
+
+// BuilderID identifies this builder's artifacts.
+const BuilderID = "kubenode.libvirt"
+
+// Config is the configuration of the kubenode-libvirt builder.
+type Config struct {
+	common.PackerConfig            `mapstructure:",squash"`
+	commonsteps.HTTPConfig         `mapstructure:",squash"`
+	commonsteps.ISOConfig          `mapstructure:",squash"`
+	bootcommand.BootConfig         `mapstructure:",squash"`
+	shutdowncommand.ShutdownConfig `mapstructure:",squash"`
+	Comm                           communicator.Config `mapstructure:",squash"`
+
+	// The libvirt connection URI. `qemu:///system` (default) is the local
+	// system daemon; `qemu+ssh://user@host/system` and `qemu+tcp://host/system`
+	// reach a remote hypervisor, which then runs the VM. Guest ports are
+	// forwarded on the hypervisor's 127.0.0.1, so remote builds over
+	// user-mode networking also need an SSH tunnel or `network`.
+	LibvirtURI string `mapstructure:"libvirt_uri"`
+	// A base disk (qcow2 or raw) to start from instead of installing from
+	// `iso_url`, e.g. a cloud image. Either `iso_url` or `disk_image` is required.
+	DiskImage string `mapstructure:"disk_image"`
+	// Use `disk_image` as the qcow2 backing file of the build disk (a linked
+	// clone: fast, no copy) instead of copying it. The exported image is
+	// always a full, flattened qcow2. Default true.
+	UseBackingFile *bool `mapstructure:"use_backing_file"`
+	// Path of the virtio-win driver ISO, attached as a CD-ROM for Windows
+	// (Setup loads the storage and network drivers from it).
+	VirtioWinISO string `mapstructure:"virtio_win_iso"`
+	// More ISO files to attach as CD-ROMs, in order.
+	ExtraCDROMs []string `mapstructure:"extra_cdroms"`
+
+	// Render a Windows answer file and first-logon bootstrap onto a seed
+	// CD-ROM. Set at most one of `windows`, `linux` and `seed_files`.
+	Windows *WindowsSeedConfig `mapstructure:"windows"`
+	// Render a Linux seed (autoinstall, cloud-init, preseed or kickstart)
+	// onto a seed CD-ROM.
+	Linux *LinuxSeedConfig `mapstructure:"linux"`
+	// Your own seed files instead: a map from the name on the disc to a local
+	// file path. Requires `seed_label`.
+	SeedFiles map[string]string `mapstructure:"seed_files"`
+	// The volume label of a `seed_files` disc, e.g. `cidata` or `OEMDRV`.
+	SeedLabel string `mapstructure:"seed_label"`
+	// If set, the rendered seed files are also written to this directory for
+	// inspection.
+	SeedDirectory string `mapstructure:"seed_directory"`
+
+	// Name of the VM and of the exported disk file. Default `packer-<build name>`.
+	VMName string `mapstructure:"vm_name"`
+	// Directory the artifact is written to. Default `output-<build name>`.
+	// Must not exist unless `-force` is given.
+	OutputDir string `mapstructure:"output_directory"`
+	// Virtual CPUs. Default 2.
+	CPUs int `mapstructure:"cpus"`
+	// Memory in MiB. Default 2048 (4096 for Windows).
+	Memory int `mapstructure:"memory"`
+	// Size of the build disk, e.g. `40G` or `20480M`. Default 20G (60G for
+	// Windows). With `disk_image` it must be at least the image's size.
+	DiskSize string `mapstructure:"disk_size"`
+	// Disk bus: `virtio` (virtio-blk, default), `scsi` (virtio-scsi) or `sata`.
+	DiskBus string `mapstructure:"disk_bus"`
+	// Network card model: `virtio` (default), `e1000e` or `e1000`.
+	NICModel string `mapstructure:"nic_model"`
+	// QEMU machine type. Default `q35`.
+	MachineType string `mapstructure:"machine_type"`
+	// `bios` or `uefi`. Default `uefi` for Windows, `bios` otherwise.
+	Firmware string `mapstructure:"firmware"`
+	// Boot UEFI with Secure Boot (needs `firmware = "uefi"`).
+	SecureBoot bool `mapstructure:"secure_boot"`
+	// Give the VM a TPM 2.0 (swtpm). Its state is kept with the artifact.
+	TPM bool `mapstructure:"tpm"`
+	// Hyper-V enlightenments for Windows guests. Default true for Windows.
+	HypervEnlightenments *bool `mapstructure:"hyperv_enlightenments"`
+	// `kvm` or `tcg` (software emulation). Default `kvm` when /dev/kvm is
+	// usable on a local hypervisor, else `tcg`.
+	Accelerator string `mapstructure:"accelerator"`
+	// How the guest is networked: `user` (default: QEMU user-mode networking,
+	// the communicator port forwarded to 127.0.0.1; needs no bridge), or the
+	// name of a libvirt network such as `default`.
+	Network string `mapstructure:"network"`
+	// Bridge device to attach to instead of a libvirt network, e.g. `br0`.
+	Bridge string `mapstructure:"bridge"`
+	// Range the forwarded host port is picked from. Default 2222-4444.
+	HostPortMin int `mapstructure:"host_port_min"`
+	HostPortMax int `mapstructure:"host_port_max"`
+	// An existing libvirt storage pool to put the build's volumes in. By
+	// default the builder creates its own directory pool under `pool_path`
+	// and removes it at the end.
+	StoragePool string `mapstructure:"storage_pool"`
+	// Directory of the builder's own pool, on the hypervisor. Default
+	// `/var/lib/libvirt/images/kubenode-<vm_name>-<random>`.
+	PoolPath string `mapstructure:"pool_path"`
+	// Keep the finished disk as a volume named `vm_name` in `storage_pool`
+	// instead of downloading it into `output_directory`.
+	KeepInPool bool `mapstructure:"keep_in_pool"`
+	// How long to wait for the VM to start. Default 2m.
+	BootTimeout time.Duration `mapstructure:"boot_timeout"`
+
+	ctx interpolate.Context
+}
+
+// WindowsSeedConfig renders the Windows seed (see autounattend.Windows).
+type WindowsSeedConfig struct {
+	// Windows Server release: `2019`, `2022` or `2025`.
+	Version string `mapstructure:"version" required:"true"`
+	// `standard` or `datacenter` (default).
+	Edition string `mapstructure:"edition"`
+	// `core` (default) or `desktop`.
+	Experience string `mapstructure:"experience"`
+	// Select the install.wim image by name instead.
+	ImageName string `mapstructure:"image_name"`
+	// Select the install.wim image by index instead (evaluation ISOs: 1-4).
+	ImageIndex int `mapstructure:"image_index"`
+	// Disk Windows is installed to. Default 0.
+	DiskID int `mapstructure:"disk_id"`
+	// virtio-win driver folders loaded in Setup. Default viostor, vioscsi, NetKVM.
+	VirtioDrivers []string `mapstructure:"virtio_drivers"`
+	// Drive letters the virtio-win disc may have in Setup. Default D-I.
+	VirtioDriveLetters []string `mapstructure:"virtio_drive_letters"`
+	// Language settings. Default `en-US`.
+	UILanguage   string `mapstructure:"ui_language"`
+	InputLocale  string `mapstructure:"input_locale"`
+	SystemLocale string `mapstructure:"system_locale"`
+	UserLocale   string `mapstructure:"user_locale"`
+	// Windows time zone ID. Default `UTC`.
+	TimeZone string `mapstructure:"timezone"`
+	// Computer name, or `*` (default) for a random one.
+	ComputerName string `mapstructure:"computer_name"`
+	// Build account. Default: the communicator's `winrm_username` or
+	// `ssh_username`, else `Administrator`.
+	Username string `mapstructure:"username"`
+	// Build account password. Default: the communicator's password.
+	Password string `mapstructure:"password"`
+	// `base64` (default) or `plaintext`.
+	PasswordEncoding string `mapstructure:"password_encoding"`
+	// Empty (evaluation media), `kms`, or a product key.
+	ProductKey string `mapstructure:"product_key"`
+	// Commands run at the first logon, before the communicator opens.
+	FirstLogonCommands []string `mapstructure:"first_logon_commands"`
+}
+
+// LinuxSeedConfig renders a Linux seed (see autounattend.Linux).
+type LinuxSeedConfig struct {
+	// `ubuntu-autoinstall`, `cloud-init`, `preseed` or `kickstart`.
+	Flavor string `mapstructure:"flavor" required:"true"`
+	// Host name. Default `kubenode`.
+	Hostname string `mapstructure:"hostname"`
+	// Account to create. Default: the communicator's `ssh_username`.
+	Username string `mapstructure:"username"`
+	// Its password (hashed before it is written). Default: `ssh_password`.
+	Password string `mapstructure:"password"`
+	// An already crypted password instead.
+	PasswordHash string `mapstructure:"password_hash"`
+	// SSH public keys for the account. The builder adds the key of a
+	// temporary key pair it generates when `ssh_private_key_file` is unset.
+	SSHAuthorizedKeys []string `mapstructure:"ssh_authorized_keys"`
+	// Extra packages (sshd is always installed).
+	Packages []string `mapstructure:"packages"`
+	// Target disk, e.g. `/dev/vda`.
+	Disk string `mapstructure:"disk"`
+	// `direct` (default) or `lvm`.
+	StorageLayout string `mapstructure:"storage_layout"`
+	// Locale, keyboard, time zone.
+	Locale   string `mapstructure:"locale"`
+	Keyboard string `mapstructure:"keyboard"`
+	Timezone string `mapstructure:"timezone"`
+	// Commands run at the end of the install.
+	LateCommands []string `mapstructure:"late_commands"`
+}
+
+// placeholderSSHKey stands in for the temporary key while validating.
+const placeholderSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKubenodeTemporaryKeyPairPlaceholder0000 kubenode"
+
+var diskSizeRE = regexp.MustCompile(`^([0-9]+)([MGT]?)$`)
+
+// Prepare decodes raws into c, sets defaults and reports every problem.
+func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
+	err := config.Decode(c, &config.DecodeOpts{
+		PluginType:         BuilderID,
+		Interpolate:        true,
+		InterpolateContext: &c.ctx,
+		InterpolateFilter:  &interpolate.RenderFilter{Exclude: []string{"boot_command"}},
+	}, raws...)
+	if err != nil {
+		return nil, err
+	}
+	var errs *packersdk.MultiError
+	var warnings []string
+	add := func(key, format string, args ...any) {
+		errs = packersdk.MultiErrorAppend(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	windows := c.Windows != nil
+
+	if c.LibvirtURI == "" {
+		c.LibvirtURI = "qemu:///system"
+	}
+	if u, err := url.Parse(c.LibvirtURI); err != nil || u.Scheme == "" {
+		add("libvirt_uri", "%q is not a libvirt URI like qemu:///system or qemu+ssh://user@host/system", c.LibvirtURI)
+	} else if !strings.HasPrefix(u.Scheme, "qemu") {
+		add("libvirt_uri", "%q: only the QEMU driver (qemu://, qemu+ssh://, qemu+tcp://, qemu+tls://) is supported", c.LibvirtURI)
+	}
+
+	// Sources: an install ISO or a base disk.
+	if c.DiskImage == "" {
+		warns, isoErrs := c.ISOConfig.Prepare(&c.ctx)
+		warnings = append(warnings, warns...)
+		for _, e := range isoErrs {
+			errs = packersdk.MultiErrorAppend(errs, e)
+		}
+	} else if len(c.ISOUrls) > 0 || c.RawSingleISOUrl != "" {
+		add("disk_image", "set iso_url or disk_image, not both")
+	}
+	if c.UseBackingFile == nil {
+		t := true
+		c.UseBackingFile = &t
+	}
+
+	// Seed.
+	seeds := 0
+	for _, set := range []bool{c.Windows != nil, c.Linux != nil, len(c.SeedFiles) > 0} {
+		if set {
+			seeds++
+		}
+	}
+	if seeds > 1 {
+		add("windows", "set at most one of windows, linux and seed_files")
+	}
+	if len(c.SeedFiles) > 0 && c.SeedLabel == "" {
+		add("seed_label", "is required with seed_files (e.g. \"cidata\" for cloud-init)")
+	}
+
+	// VM.
+	if c.VMName == "" {
+		c.VMName = "packer-" + c.PackerBuildName
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`).MatchString(c.VMName) {
+		add("vm_name", "%q may only contain letters, digits, '.', '_' and '-'", c.VMName)
+	}
+	if c.OutputDir == "" {
+		c.OutputDir = "output-" + c.PackerBuildName
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 2
+	}
+	if c.CPUs < 0 {
+		add("cpus", "must be 1 or more")
+	}
+	if c.Memory == 0 {
+		c.Memory = 2048
+		if windows {
+			c.Memory = 4096
+		}
+	}
+	if c.Memory < 128 {
+		add("memory", "%d MiB is too little; give at least 128", c.Memory)
+	}
+	if c.DiskSize == "" {
+		c.DiskSize = "20G"
+		if windows {
+			c.DiskSize = "60G"
+		}
+	}
+	if _, err := parseDiskSize(c.DiskSize); err != nil {
+		add("disk_size", "%v", err)
+	}
+	if c.DiskBus == "" {
+		c.DiskBus = "virtio"
+	}
+	if !oneOf(c.DiskBus, "virtio", "scsi", "sata") {
+		add("disk_bus", "%q is not allowed; use \"virtio\", \"scsi\" or \"sata\"", c.DiskBus)
+	}
+	if c.NICModel == "" {
+		c.NICModel = "virtio"
+	}
+	if !oneOf(c.NICModel, "virtio", "e1000e", "e1000") {
+		add("nic_model", "%q is not allowed; use \"virtio\", \"e1000e\" or \"e1000\"", c.NICModel)
+	}
+	if c.MachineType == "" {
+		c.MachineType = "q35"
+	}
+	if c.Firmware == "" {
+		c.Firmware = autounattend.FirmwareBIOS
+		if windows {
+			c.Firmware = autounattend.FirmwareUEFI
+		}
+	}
+	if !oneOf(c.Firmware, autounattend.FirmwareBIOS, autounattend.FirmwareUEFI) {
+		add("firmware", "%q is not allowed; use \"bios\" or \"uefi\"", c.Firmware)
+	}
+	if c.SecureBoot && c.Firmware != autounattend.FirmwareUEFI {
+		add("secure_boot", "needs firmware = \"uefi\"")
+	}
+	if c.HypervEnlightenments == nil {
+		c.HypervEnlightenments = &windows
+	}
+	if c.Accelerator == "" {
+		c.Accelerator = defaultAccelerator(c.LibvirtURI)
+	}
+	if !oneOf(c.Accelerator, "kvm", "tcg") {
+		add("accelerator", "%q is not allowed; use \"kvm\" or \"tcg\"", c.Accelerator)
+	}
+	if c.Network == "" && c.Bridge == "" {
+		c.Network = "user"
+	}
+	if c.Network != "" && c.Bridge != "" {
+		add("bridge", "set network or bridge, not both")
+	}
+	if c.HostPortMin == 0 {
+		c.HostPortMin = 2222
+	}
+	if c.HostPortMax == 0 {
+		c.HostPortMax = 4444
+	}
+	if c.HostPortMin > c.HostPortMax || c.HostPortMin < 1 || c.HostPortMax > 65535 {
+		add("host_port_min", "the range %d-%d is not a valid port range", c.HostPortMin, c.HostPortMax)
+	}
+	if c.KeepInPool && c.StoragePool == "" {
+		add("keep_in_pool", "needs storage_pool: the builder's own pool is removed at the end")
+	}
+	if c.BootTimeout == 0 {
+		c.BootTimeout = 2 * time.Minute
+	}
+
+	// Communicator defaults, then the seed, which takes its account from it.
+	if c.Comm.Type == "" {
+		c.Comm.Type = "ssh"
+		if windows {
+			c.Comm.Type = "winrm"
+		}
+	}
+	if c.Comm.Type == "winrm" && c.Comm.WinRMUser == "" {
+		c.Comm.WinRMUser = "Administrator"
+	}
+	for _, e := range c.Comm.Prepare(&c.ctx) {
+		errs = packersdk.MultiErrorAppend(errs, e)
+	}
+	errs = packersdk.MultiErrorAppend(errs, c.BootConfig.Prepare(&c.ctx)...)
+	errs = packersdk.MultiErrorAppend(errs, c.HTTPConfig.Prepare(&c.ctx)...)
+	errs = packersdk.MultiErrorAppend(errs, c.ShutdownConfig.Prepare(&c.ctx)...)
+	// The seeds are validated now, though rendered at build time: with the
+	// ssh communicator StepSSHKeyGen always provides a key, so stand one in.
+	check := *c
+	if check.Comm.Type == "ssh" && len(check.Comm.SSHPublicKey) == 0 {
+		check.Comm.SSHPublicKey = []byte(placeholderSSHKey)
+	}
+	if !oneOf(check.Firmware, autounattend.FirmwareBIOS, autounattend.FirmwareUEFI) {
+		check.Firmware = "" // reported above, once
+	}
+	if c.Windows != nil {
+		if err := check.windowsSeed().Validate(); err != nil {
+			errs = packersdk.MultiErrorAppend(errs, prefixed("windows", err)...)
+		}
+	}
+	if c.Linux != nil {
+		if err := check.linuxSeed().Validate(); err != nil {
+			errs = packersdk.MultiErrorAppend(errs, prefixed("linux", err)...)
+		}
+	}
+	if errs != nil && len(errs.Errors) > 0 {
+		return warnings, errs
+	}
+	return warnings, nil
+}
+
+// prefixed turns a seed's validation problems into one error per problem,
+// named by the block, e.g. "windows.password: is required".
+func prefixed(block string, err error) []error {
+	var v *autounattend.ValidationError
+	if !errors.As(err, &v) {
+		return []error{fmt.Errorf("%s: %w", block, err)}
+	}
+	out := make([]error, len(v.Problems))
+	for i, p := range v.Problems {
+		out[i] = fmt.Errorf("%s.%s: %s", block, p.Field, p.Msg)
+	}
+	return out
+}
+
+func (c *Config) windowsSeed() autounattend.Windows {
+	w := c.Windows
+	user, pass := w.Username, w.Password
+	if user == "" {
+		user = c.commUser()
+	}
+	if pass == "" {
+		pass = c.commPassword()
+	}
+	comm := autounattend.CommunicatorWinRM
+	if c.Comm.Type == "ssh" {
+		comm = autounattend.CommunicatorSSH
+	}
+	return autounattend.Windows{
+		Version: w.Version, Edition: w.Edition, Experience: w.Experience,
+		ImageName: w.ImageName, ImageIndex: w.ImageIndex, Firmware: c.Firmware, DiskID: w.DiskID,
+		VirtioDrivers: w.VirtioDrivers, VirtioDriveLetters: w.VirtioDriveLetters,
+		SkipVirtio: c.DiskBus == "sata" && c.NICModel != "virtio",
+		UILanguage: w.UILanguage, InputLocale: w.InputLocale, SystemLocale: w.SystemLocale, UserLocale: w.UserLocale,
+		TimeZone: w.TimeZone, ComputerName: w.ComputerName, Username: user, Password: pass,
+		PasswordEncoding: w.PasswordEncoding, ProductKey: w.ProductKey,
+		Communicator: comm, WinRMUseSSL: c.Comm.WinRMUseSSL,
+		SSHAuthorizedKeys:  c.sshPublicKeys(nil),
+		FirstLogonCommands: w.FirstLogonCommands,
+	}
+}
+
+func (c *Config) linuxSeed() autounattend.Linux {
+	l := c.Linux
+	user, pass := l.Username, l.Password
+	if user == "" {
+		user = c.Comm.SSHUsername
+	}
+	if pass == "" && l.PasswordHash == "" {
+		pass = c.Comm.SSHPassword
+	}
+	return autounattend.Linux{
+		Flavor: l.Flavor, Hostname: l.Hostname, Username: user, Password: pass, PasswordHash: l.PasswordHash,
+		SSHAuthorizedKeys: c.sshPublicKeys(l.SSHAuthorizedKeys), Packages: l.Packages, Disk: l.Disk,
+		StorageLayout: l.StorageLayout, Locale: l.Locale, Keyboard: l.Keyboard, Timezone: l.Timezone,
+		LateCommands: l.LateCommands,
+	}
+}
+
+// sshPublicKeys adds the public key of the temporary key pair, once
+// StepSSHKeyGen has made it (Comm.SSHPublicKey is set then).
+func (c *Config) sshPublicKeys(keys []string) []string {
+	out := append([]string{}, keys...)
+	if len(c.Comm.SSHPublicKey) > 0 {
+		out = append(out, strings.TrimSpace(string(c.Comm.SSHPublicKey)))
+	}
+	return out
+}
+
+func (c *Config) commUser() string {
+	if c.Comm.Type == "winrm" {
+		return c.Comm.WinRMUser
+	}
+	return c.Comm.SSHUsername
+}
+
+func (c *Config) commPassword() string {
+	if c.Comm.Type == "winrm" {
+		return c.Comm.WinRMPassword
+	}
+	return c.Comm.SSHPassword
+}
+
+// parseDiskSize reads "40G", "20480M", "1T" or a plain number of MiB.
+func parseDiskSize(s string) (uint64, error) {
+	m := diskSizeRE.FindStringSubmatch(strings.ToUpper(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size like \"40G\", \"20480M\" or \"1T\"", s)
+	}
+	var n uint64
+	fmt.Sscan(m[1], &n)
+	switch m[2] {
+	case "", "M":
+		n <<= 20
+	case "G":
+		n <<= 30
+	case "T":
+		n <<= 40
+	}
+	if n < 1<<30 {
+		return 0, fmt.Errorf("%q is smaller than 1G", s)
+	}
+	return n, nil
+}
+
+func oneOf(s string, allowed ...string) bool {
+	for _, a := range allowed {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}

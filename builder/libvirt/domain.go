@@ -1,0 +1,234 @@
+package libvirt
+
+import (
+	"fmt"
+	"strings"
+
+	"libvirt.org/go/libvirtxml"
+)
+
+// domainSpec is everything the domain XML depends on. domainXML is a pure
+// function of it, so the XML is golden-tested without libvirt.
+type domainSpec struct {
+	Name        string
+	Accelerator string // "kvm" or "tcg"
+	Machine     string
+	CPUs        int
+	MemoryMiB   int
+	Firmware    string // "bios" or "uefi"
+	SecureBoot  bool
+	TPM         bool
+	HyperV      bool // Hyper-V enlightenments and a local-time RTC (Windows)
+	Disk        diskSpec
+	// CDROMs are attached in order; the first boots second, after the disk
+	// (an empty disk is skipped, so an install ISO boots until Windows or
+	// Linux is on the disk).
+	CDROMs    []string
+	NICModel  string
+	Net       netSpec
+	SerialLog string // file on the hypervisor the serial console is logged to
+}
+
+type diskSpec struct {
+	Path   string
+	Format string
+	Bus    string // "virtio", "scsi" or "sata"
+}
+
+// netSpec: exactly one of UserForward (QEMU user networking with one port
+// forwarded from the hypervisor's 127.0.0.1), Network or Bridge.
+type netSpec struct {
+	UserForward *portForward
+	Network     string
+	Bridge      string
+}
+
+type portForward struct {
+	HostPort  int
+	GuestPort int
+}
+
+// userNetID names the QEMU netdev of user-mode networking.
+const userNetID = "kubenode0"
+
+func domainXML(s domainSpec) (string, error) {
+	domType := "kvm"
+	if s.Accelerator == "tcg" {
+		domType = "qemu"
+	}
+	d := &libvirtxml.Domain{
+		Type:        domType,
+		Name:        s.Name,
+		Description: "kubenode build VM (packer kubenode-libvirt)",
+		Memory:      &libvirtxml.DomainMemory{Value: uint(s.MemoryMiB), Unit: "MiB"},
+		VCPU:        &libvirtxml.DomainVCPU{Value: uint(s.CPUs)},
+		OS: &libvirtxml.DomainOS{
+			Type: &libvirtxml.DomainOSType{Arch: "x86_64", Machine: s.Machine, Type: "hvm"},
+		},
+		Features: &libvirtxml.DomainFeatureList{
+			ACPI: &libvirtxml.DomainFeature{},
+			APIC: &libvirtxml.DomainFeatureAPIC{},
+		},
+		OnPoweroff: "destroy",
+		OnReboot:   "restart",
+		OnCrash:    "destroy",
+		Devices:    &libvirtxml.DomainDeviceList{},
+	}
+	if s.Accelerator == "kvm" {
+		d.CPU = &libvirtxml.DomainCPU{Mode: "host-passthrough"}
+	}
+	if s.Firmware == "uefi" {
+		d.OS.Firmware = "efi"
+		d.OS.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: []libvirtxml.DomainOSFirmwareFeature{
+			{Name: "secure-boot", Enabled: yesNo(s.SecureBoot)},
+			{Name: "enrolled-keys", Enabled: yesNo(s.SecureBoot)},
+		}}
+		if s.SecureBoot {
+			// Secure Boot firmware needs System Management Mode.
+			d.Features.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
+		}
+	}
+	clock := &libvirtxml.DomainClock{Offset: "utc"}
+	if s.HyperV {
+		// Windows keeps its clock in local time, and runs much better when it
+		// can use the Hyper-V paravirtual interfaces.
+		clock.Offset = "localtime"
+		clock.Timer = []libvirtxml.DomainTimer{{Name: "hypervclock", Present: "yes"}}
+		on := &libvirtxml.DomainFeatureState{State: "on"}
+		d.Features.HyperV = &libvirtxml.DomainFeatureHyperV{
+			Relaxed:   on,
+			VAPIC:     on,
+			Spinlocks: &libvirtxml.DomainFeatureHyperVSpinlocks{DomainFeatureState: libvirtxml.DomainFeatureState{State: "on"}, Retries: 8191},
+			VPIndex:   on,
+			Synic:     on,
+			STimer:    &libvirtxml.DomainFeatureHyperVSTimer{DomainFeatureState: libvirtxml.DomainFeatureState{State: "on"}},
+			Reset:     on,
+		}
+	}
+	d.Clock = clock
+
+	dev := d.Devices
+	sata := 0 // SATA unit numbers are shared by the disk (bus sata) and CD-ROMs
+	nextSATA := func() (string, *libvirtxml.DomainAddress) {
+		unit := uint(sata)
+		zero := uint(0)
+		sata++
+		return fmt.Sprintf("sd%c", 'a'+unit), &libvirtxml.DomainAddress{Drive: &libvirtxml.DomainAddressDrive{Controller: &zero, Bus: &zero, Unit: &unit}}
+	}
+	disk := libvirtxml.DomainDisk{
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: s.Disk.Format, Discard: "unmap"},
+		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: s.Disk.Path}},
+		Boot:   &libvirtxml.DomainDeviceBoot{Order: 1},
+	}
+	switch s.Disk.Bus {
+	case "virtio":
+		disk.Target = &libvirtxml.DomainDiskTarget{Dev: "vda", Bus: "virtio"}
+	case "scsi":
+		disk.Target = &libvirtxml.DomainDiskTarget{Dev: "sda", Bus: "scsi"}
+		dev.Controllers = append(dev.Controllers, libvirtxml.DomainController{Type: "scsi", Model: "virtio-scsi"})
+	case "sata":
+		name, addr := nextSATA()
+		disk.Target = &libvirtxml.DomainDiskTarget{Dev: name, Bus: "sata"}
+		disk.Address = addr
+	}
+	dev.Disks = append(dev.Disks, disk)
+	for i, iso := range s.CDROMs {
+		name, addr := nextSATA()
+		cd := libvirtxml.DomainDisk{
+			Device:   "cdrom",
+			Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+			Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: iso}},
+			Target:   &libvirtxml.DomainDiskTarget{Dev: name, Bus: "sata"},
+			ReadOnly: &libvirtxml.DomainDiskReadOnly{},
+			Address:  addr,
+		}
+		if i == 0 {
+			cd.Boot = &libvirtxml.DomainDeviceBoot{Order: 2}
+		}
+		dev.Disks = append(dev.Disks, cd)
+	}
+
+	nicModel := s.NICModel
+	if nicModel == "virtio" {
+		nicModel = "virtio-net-pci"
+	}
+	switch {
+	case s.Net.UserForward != nil:
+		// libvirt's <interface type='user'> cannot forward ports with QEMU's
+		// slirp backend, so the netdev is passed to QEMU directly.
+		d.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
+			{Value: "-netdev"},
+			{Value: fmt.Sprintf("user,id=%s,hostfwd=tcp:127.0.0.1:%d-:%d", userNetID, s.Net.UserForward.HostPort, s.Net.UserForward.GuestPort)},
+			{Value: "-device"},
+			{Value: fmt.Sprintf("%s,netdev=%s,bus=%s,addr=%#x", nicModel, userNetID, rootBus(s.Machine), userNICSlot)},
+		}}
+	case s.Net.Network != "":
+		dev.Interfaces = append(dev.Interfaces, libvirtxml.DomainInterface{
+			Source: &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: s.Net.Network}},
+			Model:  &libvirtxml.DomainInterfaceModel{Type: s.NICModel},
+		})
+	case s.Net.Bridge != "":
+		dev.Interfaces = append(dev.Interfaces, libvirtxml.DomainInterface{
+			Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: s.Net.Bridge}},
+			Model:  &libvirtxml.DomainInterfaceModel{Type: s.NICModel},
+		})
+	}
+
+	port := uint(0)
+	serial := libvirtxml.DomainSerial{
+		Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
+		Target: &libvirtxml.DomainSerialTarget{Port: &port},
+	}
+	if s.SerialLog != "" {
+		serial.Log = &libvirtxml.DomainChardevLog{File: s.SerialLog, Append: "off"}
+	}
+	dev.Serials = append(dev.Serials, serial)
+	dev.Consoles = append(dev.Consoles, libvirtxml.DomainConsole{
+		Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
+		Target: &libvirtxml.DomainConsoleTarget{Type: "serial", Port: &port},
+	})
+	// The guest agent channel lets libvirt ask a Linux or Windows guest for
+	// its addresses when it is on a libvirt network.
+	dev.Channels = append(dev.Channels, libvirtxml.DomainChannel{
+		Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
+		Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: "org.qemu.guest_agent.0"}},
+	})
+	dev.RNGs = append(dev.RNGs, libvirtxml.DomainRNG{
+		Model:   "virtio",
+		Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
+	})
+	if s.TPM {
+		dev.TPMs = append(dev.TPMs, libvirtxml.DomainTPM{
+			Model:   "tpm-crb",
+			Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}},
+		})
+	}
+	// A display for boot_command debugging over VNC on the hypervisor's loopback.
+	dev.Graphics = append(dev.Graphics, libvirtxml.DomainGraphic{VNC: &libvirtxml.DomainGraphicVNC{
+		AutoPort: "yes", Listen: "127.0.0.1",
+	}})
+	dev.Videos = append(dev.Videos, libvirtxml.DomainVideo{Model: libvirtxml.DomainVideoModel{Type: "virtio"}})
+	dev.Inputs = append(dev.Inputs, libvirtxml.DomainInput{Type: "tablet", Bus: "usb"})
+	return d.Marshal()
+}
+
+// userNICSlot is the PCI slot of the user-networking NIC. QEMU would take
+// the first free slot before libvirt's own devices are placed, and collide
+// with them; libvirt fills low slots, so a high one is left to us.
+const userNICSlot = 0x10
+
+// rootBus is the root PCI bus of the machine type.
+func rootBus(machine string) string {
+	if strings.HasPrefix(machine, "pc-q35") || machine == "q35" {
+		return "pcie.0"
+	}
+	return "pci.0"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

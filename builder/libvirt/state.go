@@ -1,0 +1,19 @@
+package libvirt
+
+// State-bag keys shared by the steps. Each step documents which it uses and
+// which it produces.
+const (
+	stateConfig     = "config"        // *Config
+	stateDriver     = "driver"        // Driver
+	stateUI         = "ui"            // packersdk.Ui
+	stateISOPath    = "iso_path"      // string: the downloaded install ISO (SDK StepDownload)
+	stateSeedISO    = "seed_iso"      // string: local path of the rendered seed disc
+	statePool       = "pool"          // string: the storage pool the build uses
+	stateDiskVolume = "disk_volume"   // string: the build disk's volume name
+	stateDiskPath   = "disk_path"     // string: the build disk's path on the hypervisor
+	stateCDROMs     = "cdroms"        // []string: CD-ROM volume paths, boot ISO first
+	stateHostPort   = "host_port"     // int: the host port forwarded to the communicator
+	stateSerialLog  = "serial_log"    // string: serial console log (local path, "" if remote)
+	stateExported   = "exported"      // []string: files written to output_directory
+	stateExportVol  = "export_volume" // string: the finished volume when keep_in_pool
+)

@@ -1,0 +1,191 @@
+package libvirt
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// stepCreateStorage creates the build's pool (unless storage_pool names an
+// existing one), uploads the base disk and every ISO into volumes, and
+// creates the build disk. Cleanup deletes exactly the volumes and pool it
+// created.
+//
+// Uses: config, driver, ui, iso_path, seed_iso.
+// Produces: pool, disk_volume, disk_path, cdroms.
+type stepCreateStorage struct {
+	pool    string
+	ownPool bool
+	volumes []string // created, in order
+}
+
+func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	d := state.Get(stateDriver).(Driver)
+	ui := state.Get(stateUI).(packersdk.Ui)
+
+	s.pool = c.StoragePool
+	if s.pool == "" {
+		suffix := randomSuffix()
+		s.pool = "kubenode-" + c.VMName + "-" + suffix
+		dir := c.PoolPath
+		if dir == "" {
+			dir = path.Join("/var/lib/libvirt/images", s.pool)
+		}
+		ui.Say(fmt.Sprintf("Creating storage pool %s at %s", s.pool, dir))
+		if err := d.CreatePool(s.pool, dir); err != nil {
+			return halt(state, ui, err)
+		}
+		s.ownPool = true
+	}
+	state.Put(statePool, s.pool)
+
+	size, _ := parseDiskSize(c.DiskSize)
+	disk := Volume{Name: c.VMName + ".qcow2", Format: "qcow2", Capacity: size}
+	if c.DiskImage != "" {
+		base := c.VMName + "-base"
+		format, err := diskFormat(c.DiskImage)
+		if err != nil {
+			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+		}
+		basePath, err := s.upload(ctx, d, ui, c.DiskImage, Volume{Name: base, Format: format})
+		if err != nil {
+			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+		}
+		if *c.UseBackingFile {
+			disk.BackingPath, disk.BackingFormat = basePath, format
+		} else {
+			ui.Say("Copying the base disk into the build disk")
+			p, err := d.CopyVolume(s.pool, base, disk)
+			if err != nil {
+				return halt(state, ui, err)
+			}
+			s.volumes = append(s.volumes, disk.Name)
+			state.Put(stateDiskVolume, disk.Name)
+			state.Put(stateDiskPath, p)
+			disk.Name = ""
+		}
+	}
+	if disk.Name != "" {
+		ui.Say(fmt.Sprintf("Creating build disk %s (%s)", disk.Name, c.DiskSize))
+		p, err := d.CreateVolume(s.pool, disk)
+		if err != nil {
+			return halt(state, ui, err)
+		}
+		s.volumes = append(s.volumes, disk.Name)
+		state.Put(stateDiskVolume, disk.Name)
+		state.Put(stateDiskPath, p)
+	}
+
+	var isos []string
+	if p, ok := state.GetOk(stateISOPath); ok && p.(string) != "" {
+		isos = append(isos, p.(string))
+	}
+	if c.VirtioWinISO != "" {
+		isos = append(isos, c.VirtioWinISO)
+	}
+	isos = append(isos, c.ExtraCDROMs...)
+	if p, ok := state.GetOk(stateSeedISO); ok {
+		isos = append(isos, p.(string))
+	}
+	var cdroms []string
+	for i, iso := range isos {
+		p, err := s.upload(ctx, d, ui, iso, Volume{Name: fmt.Sprintf("%s-cd%d.iso", c.VMName, i), Format: "raw"})
+		if err != nil {
+			return halt(state, ui, err)
+		}
+		cdroms = append(cdroms, p)
+	}
+	state.Put(stateCDROMs, cdroms)
+	return multistep.ActionContinue
+}
+
+// upload creates a volume the size of the local file and streams the file
+// into it, with a progress bar.
+func (s *stepCreateStorage) upload(ctx context.Context, d Driver, ui packersdk.Ui, file string, v Volume) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	v.Capacity = uint64(st.Size())
+	ui.Say(fmt.Sprintf("Uploading %s into volume %s", file, v.Name))
+	p, err := d.CreateVolume(s.pool, v)
+	if err != nil {
+		return "", err
+	}
+	s.volumes = append(s.volumes, v.Name)
+	body := ui.TrackProgress(path.Base(file), 0, st.Size(), io.NopCloser(ctxReader{ctx, f}))
+	defer body.Close()
+	if err := d.UploadVolume(s.pool, v.Name, body, st.Size()); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func (s *stepCreateStorage) Cleanup(state multistep.StateBag) {
+	if s.pool == "" {
+		return
+	}
+	d := state.Get(stateDriver).(Driver)
+	ui := state.Get(stateUI).(packersdk.Ui)
+	for i := len(s.volumes) - 1; i >= 0; i-- {
+		if err := d.DeleteVolume(s.pool, s.volumes[i]); err != nil {
+			ui.Error(fmt.Sprintf("cleanup: %v (delete it with: virsh vol-delete %s --pool %s)", err, s.volumes[i], s.pool))
+		}
+	}
+	s.volumes = nil
+	if s.ownPool {
+		if err := d.DeletePool(s.pool); err != nil {
+			ui.Error(fmt.Sprintf("cleanup: %v (remove it with: virsh pool-destroy %[2]s; virsh pool-delete %[2]s; virsh pool-undefine %[2]s)", err, s.pool))
+		}
+	}
+	s.pool = ""
+}
+
+// ctxReader stops an upload when the build is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// diskFormat tells qcow2 from raw by the qcow2 magic.
+func diskFormat(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	if string(magic) == "QFI\xfb" {
+		return "qcow2", nil
+	}
+	return "raw", nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

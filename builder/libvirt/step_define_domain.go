@@ -1,0 +1,116 @@
+package libvirt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// stepDefineDomain defines the build VM. Cleanup powers it off and
+// undefines it (with its NVRAM and TPM state), after printing the tail of
+// the serial console when the build failed.
+//
+// Uses: config, driver, ui, disk_path, cdroms, host_port. Produces: serial_log.
+type stepDefineDomain struct {
+	name string
+}
+
+func (s *stepDefineDomain) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	d := state.Get(stateDriver).(Driver)
+	ui := state.Get(stateUI).(packersdk.Ui)
+
+	spec, err := c.domainSpec(state)
+	if err != nil {
+		return halt(state, ui, err)
+	}
+	x, err := domainXML(spec)
+	if err != nil {
+		return halt(state, ui, fmt.Errorf("building the domain XML: %w", err))
+	}
+	ui.Say(fmt.Sprintf("Defining domain %s (%s, %d vCPU, %d MiB, %s firmware)", c.VMName, spec.Accelerator, spec.CPUs, spec.MemoryMiB, spec.Firmware))
+	if err := d.DefineDomain(x); err != nil {
+		return halt(state, ui, fmt.Errorf("%w (is a domain named %q left from an earlier build? `virsh undefine %[2]s --nvram` removes it)", err, c.VMName))
+	}
+	s.name = c.VMName
+	state.Put(stateSerialLog, spec.SerialLog)
+	return multistep.ActionContinue
+}
+
+func (s *stepDefineDomain) Cleanup(state multistep.StateBag) {
+	if s.name == "" {
+		return
+	}
+	d := state.Get(stateDriver).(Driver)
+	ui := state.Get(stateUI).(packersdk.Ui)
+	_, failed := state.GetOk("error")
+	_, cancelled := state.GetOk(multistep.StateCancelled)
+	if failed && !cancelled {
+		if p, _ := state.Get(stateSerialLog).(string); p != "" {
+			if tail := tailFile(p, 20); tail != "" {
+				ui.Error("Last lines of the serial console (" + p + "):\n" + tail)
+			}
+		}
+	}
+	if err := d.DestroyDomain(s.name); err != nil {
+		ui.Error(fmt.Sprintf("cleanup: %v (virsh destroy %s)", err, s.name))
+	}
+	if err := d.UndefineDomain(s.name); err != nil {
+		ui.Error(fmt.Sprintf("cleanup: %v (virsh undefine %s --nvram --tpm)", err, s.name))
+	}
+	s.name = ""
+}
+
+// domainSpec gathers the VM's shape from the config and the earlier steps.
+func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
+	spec := domainSpec{
+		Name: c.VMName, Accelerator: c.Accelerator, Machine: c.MachineType,
+		CPUs: c.CPUs, MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
+		TPM: c.TPM, HyperV: *c.HypervEnlightenments, NICModel: c.NICModel,
+		Disk: diskSpec{Path: state.Get(stateDiskPath).(string), Format: "qcow2", Bus: c.DiskBus},
+	}
+	if cds, ok := state.GetOk(stateCDROMs); ok {
+		spec.CDROMs = cds.([]string)
+	}
+	switch {
+	case c.Network == "user":
+		if port, ok := state.GetOk(stateHostPort); ok {
+			spec.Net.UserForward = &portForward{HostPort: port.(int), GuestPort: c.Comm.Port()}
+		} else {
+			spec.Net.UserForward = &portForward{}
+		}
+	case c.Bridge != "":
+		spec.Net.Bridge = c.Bridge
+	default:
+		spec.Net.Network = c.Network
+	}
+	// The serial log is written by the hypervisor's virtlogd: into the
+	// output directory when the hypervisor is this machine.
+	if u, err := url.Parse(c.LibvirtURI); err == nil && u.Host == "" {
+		abs, err := filepath.Abs(filepath.Join(c.OutputDir, "serial.log"))
+		if err != nil {
+			return spec, err
+		}
+		spec.SerialLog = abs
+	}
+	return spec, nil
+}
+
+// tailFile returns the last n lines of a file, or "".
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\r\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

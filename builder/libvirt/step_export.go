@@ -1,0 +1,114 @@
+package libvirt
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// stepExport makes the finished disk: a flattened qcow2 copy of the build
+// disk (no backing file), downloaded into output_directory, or kept as a
+// volume in storage_pool with keep_in_pool. The file is written under a
+// temporary name and renamed when complete.
+//
+// Uses: config, driver, ui, pool, disk_volume. Produces: exported, export_volume.
+type stepExport struct {
+	tmp    string
+	volume string
+}
+
+func (s *stepExport) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	d := state.Get(stateDriver).(Driver)
+	ui := state.Get(stateUI).(packersdk.Ui)
+	pool := state.Get(statePool).(string)
+	disk := state.Get(stateDiskVolume).(string)
+	size, _ := parseDiskSize(c.DiskSize)
+
+	name := c.VMName + "-export.qcow2"
+	if c.KeepInPool {
+		name = c.VMName
+	}
+	ui.Say(fmt.Sprintf("Flattening the build disk into volume %s", name))
+	if _, err := d.CopyVolume(pool, disk, Volume{Name: name, Format: "qcow2", Capacity: size}); err != nil {
+		return halt(state, ui, err)
+	}
+	if c.KeepInPool {
+		state.Put(stateExportVol, name)
+		ui.Say(fmt.Sprintf("The image is volume %s in pool %s", name, pool))
+		return multistep.ActionContinue
+	}
+	s.volume = name
+
+	dst := filepath.Join(c.OutputDir, c.VMName+".qcow2")
+	f, err := os.CreateTemp(c.OutputDir, "."+c.VMName+".*.tmp")
+	if err != nil {
+		return halt(state, ui, err)
+	}
+	s.tmp = f.Name()
+	ui.Say(fmt.Sprintf("Downloading the image to %s", dst))
+	w := &countingWriter{w: f}
+	err = d.DownloadVolume(pool, name, ctxWriter{ctx, w})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return halt(state, ui, err)
+	}
+	if err := os.Rename(s.tmp, dst); err != nil {
+		return halt(state, ui, err)
+	}
+	s.tmp = ""
+	ui.Message(fmt.Sprintf("Wrote %s (%.1f MiB)", dst, float64(w.n)/(1<<20)))
+	exported := []string{dst}
+	if p, _ := state.Get(stateSerialLog).(string); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			exported = append(exported, p)
+		}
+	}
+	state.Put(stateExported, exported)
+	return multistep.ActionContinue
+}
+
+func (s *stepExport) Cleanup(state multistep.StateBag) {
+	if s.tmp != "" {
+		os.Remove(s.tmp)
+		s.tmp = ""
+	}
+	if s.volume != "" {
+		d := state.Get(stateDriver).(Driver)
+		if err := d.DeleteVolume(state.Get(statePool).(string), s.volume); err != nil {
+			state.Get(stateUI).(packersdk.Ui).Error(fmt.Sprintf("cleanup: %v", err))
+		}
+		s.volume = ""
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ctxWriter stops a download when the build is cancelled.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}

@@ -1,0 +1,47 @@
+# A Debian 12 VM from a base disk (a cloud image or the one
+# scripts/base-disk.sh builds), seeded with cloud-init, reached over SSH.
+#   packer init examples/debian-12.pkr.hcl
+#   packer build -var base_disk=/path/to/debian-12.qcow2 examples/debian-12.pkr.hcl
+packer {
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "base_disk" {
+  type        = string
+  description = "qcow2 base disk with cloud-init"
+}
+
+variable "accelerator" {
+  type    = string
+  default = "tcg"
+}
+
+source "kubenode-libvirt" "debian-12" {
+  disk_image  = var.base_disk
+  disk_size   = "4G"
+  memory      = 1024
+  accelerator = var.accelerator
+
+  linux {
+    flavor   = "cloud-init"
+    hostname = "kubenode-debian"
+  }
+
+  communicator     = "ssh"
+  ssh_username     = "kubenode"
+  ssh_timeout      = "10m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.debian-12"]
+
+  provisioner "shell" {
+    inline = ["echo built by kubenode | sudo tee /etc/kubenode-built", "uname -r"]
+  }
+}
