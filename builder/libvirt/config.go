@@ -1,5 +1,4 @@
 //go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,WindowsSeedConfig,LinuxSeedConfig
-//go:generate go tool packer-sdc struct-markdown
 
 package libvirt
 
@@ -121,6 +120,8 @@ type Config struct {
 	BootTimeout time.Duration `mapstructure:"boot_timeout"`
 
 	ctx interpolate.Context
+	// instanceID is linux.instance_id or one made for this build.
+	instanceID string
 }
 
 // WindowsSeedConfig renders the Windows seed (see autounattend.Windows).
@@ -190,6 +191,10 @@ type LinuxSeedConfig struct {
 	Timezone string `mapstructure:"timezone"`
 	// Commands run at the end of the install.
 	LateCommands []string `mapstructure:"late_commands"`
+	// NoCloud instance-id. Default: a new one for every build, so that
+	// cloud-init in an image made by an earlier build runs again (and
+	// installs this build's key) instead of taking the boot for a reboot.
+	InstanceID string `mapstructure:"instance_id"`
 }
 
 // placeholderSSHKey stands in for the temporary key while validating.
@@ -376,6 +381,11 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		}
 	}
 	if c.Linux != nil {
+		c.instanceID = c.Linux.InstanceID
+		if c.instanceID == "" {
+			c.instanceID = "kubenode-" + c.VMName + "-" + randomSuffix()
+		}
+		check.instanceID = c.instanceID
 		if err := check.linuxSeed().Validate(); err != nil {
 			errs = packersdk.MultiErrorAppend(errs, prefixed("linux", err)...)
 		}
@@ -440,7 +450,7 @@ func (c *Config) linuxSeed() autounattend.Linux {
 		Flavor: l.Flavor, Hostname: l.Hostname, Username: user, Password: pass, PasswordHash: l.PasswordHash,
 		SSHAuthorizedKeys: c.sshPublicKeys(l.SSHAuthorizedKeys), Packages: l.Packages, Disk: l.Disk,
 		StorageLayout: l.StorageLayout, Locale: l.Locale, Keyboard: l.Keyboard, Timezone: l.Timezone,
-		LateCommands: l.LateCommands,
+		LateCommands: l.LateCommands, InstanceID: c.instanceID,
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"strings"
 
-	sitter "github.com/tree-sitter/go-tree-sitter"
 	powershell "github.com/airbus-cert/tree-sitter-powershell/bindings/go"
+	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 // Tree is a parsed script.

@@ -1,0 +1,114 @@
+package libvirt
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func linuxRaw() map[string]interface{} {
+	return map[string]interface{}{
+		"disk_image":        "/images/debian-12.qcow2",
+		"ssh_username":      "kubenode",
+		"linux":             map[string]interface{}{"flavor": "cloud-init"},
+		"packer_build_name": "deb",
+	}
+}
+
+func TestPrepareLinuxDefaults(t *testing.T) {
+	var c Config
+	warns, err := c.Prepare(linuxRaw())
+	require.NoError(t, err)
+	assert.Empty(t, warns)
+	assert.Equal(t, "qemu:///system", c.LibvirtURI)
+	assert.Equal(t, "packer-deb", c.VMName)
+	assert.Equal(t, "output-deb", c.OutputDir)
+	assert.Equal(t, 2, c.CPUs)
+	assert.Equal(t, 2048, c.Memory)
+	assert.Equal(t, "20G", c.DiskSize)
+	assert.Equal(t, "virtio", c.DiskBus)
+	assert.Equal(t, "q35", c.MachineType)
+	assert.Equal(t, "bios", c.Firmware)
+	assert.Equal(t, "user", c.Network)
+	assert.Equal(t, "ssh", c.Comm.Type)
+	assert.True(t, *c.UseBackingFile)
+	assert.False(t, *c.HypervEnlightenments)
+	assert.Contains(t, []string{"kvm", "tcg"}, c.Accelerator)
+
+	// Each build is a new cloud-init instance, or an image from an earlier
+	// build would not take this build's seed.
+	var again Config
+	_, err = again.Prepare(linuxRaw())
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(c.linuxSeed().InstanceID, "kubenode-packer-deb-"))
+	assert.NotEqual(t, c.linuxSeed().InstanceID, again.linuxSeed().InstanceID)
+}
+
+func TestPrepareWindowsDefaults(t *testing.T) {
+	var c Config
+	_, err := c.Prepare(map[string]interface{}{
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!",
+		"windows": map[string]interface{}{"version": "2022"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "uefi", c.Firmware)
+	assert.Equal(t, 4096, c.Memory)
+	assert.Equal(t, "60G", c.DiskSize)
+	assert.Equal(t, "winrm", c.Comm.Type)
+	assert.Equal(t, "Administrator", c.Comm.WinRMUser)
+	assert.True(t, *c.HypervEnlightenments)
+	w := c.windowsSeed()
+	assert.Equal(t, "Passw0rd!", w.Password, "the seed takes the communicator's password")
+	assert.Equal(t, "uefi", w.Firmware)
+}
+
+func TestPrepareReportsEveryKey(t *testing.T) {
+	raw := linuxRaw()
+	raw["iso_url"] = "also.iso"
+	raw["disk_bus"] = "ide"
+	raw["nic_model"] = "rtl8139"
+	raw["firmware"] = "coreboot"
+	raw["accelerator"] = "hvf"
+	raw["memory"] = 64
+	raw["disk_size"] = "lots"
+	raw["network"] = "default"
+	raw["bridge"] = "br0"
+	raw["keep_in_pool"] = true
+	raw["libvirt_uri"] = "xen:///system"
+	raw["windows"] = map[string]interface{}{"version": "2016"}
+	var c Config
+	_, err := c.Prepare(raw)
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		"disk_image: set iso_url or disk_image, not both",
+		`disk_bus: "ide" is not allowed`,
+		`nic_model: "rtl8139" is not allowed`,
+		`firmware: "coreboot" is not allowed`,
+		`accelerator: "hvf" is not allowed`,
+		"memory: 64 MiB is too little",
+		`disk_size: "lots" is not a size`,
+		"bridge: set network or bridge, not both",
+		"keep_in_pool: needs storage_pool",
+		"libvirt_uri:",
+		"windows: set at most one of windows, linux and seed_files",
+		`windows.version: "2016" is not a supported Windows Server release`,
+	} {
+		assert.Contains(t, msg, want)
+	}
+	assert.NotContains(t, msg, "windows.firmware", "an invalid firmware is reported once, by its own key")
+}
+
+func TestParseDiskSize(t *testing.T) {
+	for in, want := range map[string]uint64{"40G": 40 << 30, "20480M": 20480 << 20, "20480": 20480 << 20, "1T": 1 << 40, "4g": 4 << 30} {
+		got, err := parseDiskSize(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "10", "5X", "-1G", "1.5G"} {
+		_, err := parseDiskSize(bad)
+		assert.Error(t, err, bad)
+	}
+}

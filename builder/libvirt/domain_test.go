@@ -1,0 +1,104 @@
+package libvirt
+
+import (
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"libvirt.org/go/libvirtxml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func golden(t *testing.T, name string, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run `go test ./builder/libvirt -run %s -update`", t.Name())
+	assert.Equal(t, string(want), got)
+}
+
+func windowsSpec() domainSpec {
+	return domainSpec{
+		Name: "win2022", Accelerator: "kvm", Machine: "q35", CPUs: 4, MemoryMiB: 4096,
+		Firmware: "uefi", SecureBoot: true, TPM: true, HyperV: true, NICModel: "virtio",
+		Disk:      diskSpec{Path: "/pool/win2022.qcow2", Format: "qcow2", Bus: "virtio"},
+		CDROMs:    []string{"/pool/win2022-cd0.iso", "/pool/win2022-cd1.iso", "/pool/win2022-cd2.iso"},
+		Net:       netSpec{UserForward: &portForward{HostPort: 2345, GuestPort: 5985}},
+		SerialLog: "/out/serial.log",
+	}
+}
+
+func linuxSpec() domainSpec {
+	return domainSpec{
+		Name: "debian", Accelerator: "tcg", Machine: "q35", CPUs: 2, MemoryMiB: 1024,
+		Firmware: "bios", NICModel: "virtio",
+		Disk:      diskSpec{Path: "/pool/debian.qcow2", Format: "qcow2", Bus: "virtio"},
+		CDROMs:    []string{"/pool/debian-cd0.iso"},
+		Net:       netSpec{UserForward: &portForward{HostPort: 2222, GuestPort: 22}},
+		SerialLog: "/out/serial.log",
+	}
+}
+
+func TestDomainXMLGolden(t *testing.T) {
+	x, err := domainXML(windowsSpec())
+	require.NoError(t, err)
+	golden(t, "domain-windows-2022-uefi.xml", x)
+	x, err = domainXML(linuxSpec())
+	require.NoError(t, err)
+	golden(t, "domain-linux-base-disk.xml", x)
+}
+
+func TestDomainXMLWindows(t *testing.T) {
+	x, err := domainXML(windowsSpec())
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, xml.Unmarshal([]byte(x), &d))
+	assert.Equal(t, "kvm", d.Type)
+	assert.Equal(t, "efi", d.OS.Firmware)
+	require.NotNil(t, d.Features.SMM, "Secure Boot needs SMM")
+	require.NotNil(t, d.Features.HyperV)
+	assert.Equal(t, "localtime", d.Clock.Offset)
+	require.Len(t, d.Devices.TPMs, 1)
+	assert.Equal(t, "2.0", d.Devices.TPMs[0].Backend.Emulator.Version)
+	var cds []string
+	for _, disk := range d.Devices.Disks {
+		if disk.Device == "cdrom" {
+			cds = append(cds, disk.Target.Dev)
+			assert.Equal(t, "sata", disk.Target.Bus)
+		} else {
+			assert.Equal(t, uint(1), disk.Boot.Order, "the disk boots first: an empty disk falls through to the CD")
+		}
+	}
+	assert.Equal(t, []string{"sda", "sdb", "sdc"}, cds)
+	args := []string{}
+	for _, a := range d.QEMUCommandline.Args {
+		args = append(args, a.Value)
+	}
+	assert.Contains(t, strings.Join(args, " "), "hostfwd=tcp:127.0.0.1:2345-:5985")
+	assert.Contains(t, strings.Join(args, " "), "virtio-net-pci,netdev=kubenode0,bus=pcie.0,addr=0x10")
+}
+
+func TestDomainXMLSATADiskSharesUnits(t *testing.T) {
+	s := linuxSpec()
+	s.Disk.Bus = "sata"
+	s.Accelerator = "kvm"
+	s.Machine = "pc"
+	s.NICModel = "e1000"
+	x, err := domainXML(s)
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, xml.Unmarshal([]byte(x), &d))
+	assert.Equal(t, "sda", d.Devices.Disks[0].Target.Dev)
+	assert.Equal(t, "sdb", d.Devices.Disks[1].Target.Dev)
+	assert.Contains(t, x, "e1000,netdev=kubenode0,bus=pci.0")
+}

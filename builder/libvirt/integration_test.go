@@ -1,0 +1,201 @@
+//go:build integration
+
+package libvirt_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+)
+
+// packerRun is one `packer build` of testdata/debian.pkr.hcl.
+type packerRun struct {
+	t      *testing.T
+	vmName string
+	outDir string
+	tmpDir string
+	cmd    *exec.Cmd
+	output bytes.Buffer
+	lines  chan string
+	done   chan error
+}
+
+func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string) *packerRun {
+	t.Helper()
+	work := t.TempDir()
+	r := &packerRun{t: t, vmName: vmName, outDir: filepath.Join(work, "output"), tmpDir: filepath.Join(work, "tmp"),
+		lines: make(chan string, 1000), done: make(chan error, 1)}
+	require.NoError(t, os.Mkdir(r.tmpDir, 0o755))
+	inlineHCL := `["` + strings.Join(inline, `", "`) + `"]`
+	r.cmd = exec.Command(harness.Packer(t), "build", "-color=false",
+		"-var", "base_disk="+baseDisk, "-var", "vm_name="+vmName,
+		"-var", "output_directory="+r.outDir, "-var", "inline="+inlineHCL,
+		filepath.Join(harness.Root(), "builder", "libvirt", "testdata", "debian.pkr.hcl"))
+	r.cmd.Dir = work
+	r.cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+r.tmpDir)
+	stdout, err := r.cmd.StdoutPipe()
+	require.NoError(t, err)
+	r.cmd.Stderr = r.cmd.Stdout
+	require.NoError(t, r.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(io.TeeReader(stdout, &r.output))
+		for sc.Scan() {
+			select {
+			case r.lines <- sc.Text():
+			default:
+			}
+		}
+		close(r.lines)
+		r.done <- r.cmd.Wait()
+	}()
+	return r
+}
+
+// waitFor returns when a line containing s is printed.
+func (r *packerRun) waitFor(s string, timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("packer ended before printing %q:\n%s", s, r.output.String())
+			}
+			if strings.Contains(line, s) {
+				return
+			}
+		case <-deadline:
+			r.t.Fatalf("packer did not print %q within %s:\n%s", s, timeout, r.output.String())
+		}
+	}
+}
+
+func (r *packerRun) wait(timeout time.Duration) error {
+	r.t.Helper()
+	go func() {
+		for range r.lines {
+		}
+	}()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(timeout):
+		r.cmd.Process.Kill()
+		r.t.Fatalf("packer did not finish within %s:\n%s", timeout, r.output.String())
+		return nil
+	}
+}
+
+func virsh(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("virsh", append([]string{"-c", "qemu:///system"}, args...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			names = append(names, l)
+		}
+	}
+	return names
+}
+
+// assertNothingLeft checks that no domain, pool, pool directory, volume or
+// temporary file of the build is left.
+func (r *packerRun) assertNothingLeft() {
+	t := r.t
+	t.Helper()
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, r.vmName, "domain left behind")
+	}
+	for _, p := range virsh(t, "pool-list", "--all", "--name") {
+		assert.NotContains(t, p, r.vmName, "storage pool left behind")
+	}
+	entries, _ := os.ReadDir("/var/lib/libvirt/images")
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), r.vmName, "pool directory left behind")
+	}
+	tmp, err := os.ReadDir(r.tmpDir)
+	require.NoError(t, err)
+	var left []string
+	for _, e := range tmp {
+		left = append(left, e.Name())
+	}
+	assert.Empty(t, left, "temporary files left in TMPDIR")
+	_, err = os.Stat(r.outDir)
+	assert.True(t, os.IsNotExist(err), "output directory left after a failed build")
+}
+
+// TestBuildFromBaseDiskAndBootAgain: a real packer build boots the Debian
+// base disk under TCG with a generated cloud-init seed, reaches SSH, runs a
+// shell provisioner, shuts down and exports a qcow2; a second build from
+// that qcow2 boots it and finds the first build's change.
+func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
+	harness.Libvirtd(t)
+	base := harness.BaseDisk(t)
+	plugins := harness.PluginDir(t)
+
+	start := time.Now()
+	first := startBuild(t, plugins, base, "kn-it-build", "echo built-by-kubenode | sudo tee /etc/kubenode-built")
+	require.NoError(t, first.wait(12*time.Minute), first.output.String())
+	t.Logf("first build: %s", time.Since(start).Round(time.Second))
+	out := first.output.String()
+	assert.Contains(t, out, "Connected to SSH!")
+	assert.Contains(t, out, "built-by-kubenode")
+	image := filepath.Join(first.outDir, "kn-it-build.qcow2")
+	info, err := exec.Command("qemu-img", "info", "--output=json", image).CombinedOutput()
+	require.NoError(t, err, string(info))
+	assert.Contains(t, string(info), `"format": "qcow2"`)
+	assert.NotContains(t, string(info), "backing-filename", "the exported image must not depend on a backing file")
+	serial, err := os.ReadFile(filepath.Join(first.outDir, "serial.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(serial), "Linux version", "the serial console log holds the guest's boot")
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, "kn-it-build", "domain left after a successful build")
+	}
+
+	start = time.Now()
+	second := startBuild(t, plugins, image, "kn-it-reboot", "cat /etc/kubenode-built")
+	require.NoError(t, second.wait(12*time.Minute), second.output.String())
+	t.Logf("second build from the exported image: %s", time.Since(start).Round(time.Second))
+	assert.Contains(t, second.output.String(), "built-by-kubenode", "the exported image lost the provisioner's change")
+}
+
+// TestInterruptLeavesNothing sends SIGINT to packer at several steps and
+// checks that libvirt, the pool directory, TMPDIR and the output directory
+// hold nothing of the build afterwards.
+func TestInterruptLeavesNothing(t *testing.T) {
+	harness.Libvirtd(t)
+	base := harness.BaseDisk(t)
+	plugins := harness.PluginDir(t)
+	for i, at := range []struct {
+		name   string
+		marker string
+	}{
+		{"while uploading", "Uploading"},
+		{"while waiting for ssh", "Waiting for SSH"},
+		{"while provisioning", "kubenode-provisioning"},
+	} {
+		t.Run(at.name, func(t *testing.T) {
+			vm := fmt.Sprintf("kn-it-int%d", i)
+			r := startBuild(t, plugins, base, vm, "echo kubenode-provisioning", "sleep 300")
+			r.waitFor(at.marker, 10*time.Minute)
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGINT))
+			err := r.wait(3 * time.Minute)
+			assert.Error(t, err, "an interrupted build must fail")
+			r.assertNothingLeft()
+		})
+	}
+}

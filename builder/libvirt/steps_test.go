@@ -1,0 +1,130 @@
+package libvirt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testState(t *testing.T, c *Config, d Driver) multistep.StateBag {
+	state := new(multistep.BasicStateBag)
+	state.Put(stateConfig, c)
+	state.Put(stateDriver, d)
+	state.Put(stateUI, &packersdk.BasicUi{Reader: new(bytes.Buffer), Writer: new(bytes.Buffer), ErrorWriter: new(bytes.Buffer), PB: &packersdk.NoopProgressTracker{}})
+	return state
+}
+
+func preparedLinux(t *testing.T) *Config {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.qcow2")
+	require.NoError(t, os.WriteFile(base, append([]byte("QFI\xfb"), make([]byte, 1020)...), 0o644))
+	raw := linuxRaw()
+	raw["disk_image"] = base
+	raw["output_directory"] = filepath.Join(dir, "out")
+	var c Config
+	_, err := c.Prepare(raw)
+	require.NoError(t, err)
+	return &c
+}
+
+func TestStepCreateStorageAndCleanup(t *testing.T) {
+	c := preparedLinux(t)
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	iso := filepath.Join(t.TempDir(), "seed.iso")
+	require.NoError(t, os.WriteFile(iso, []byte("iso bytes"), 0o644))
+	state.Put(stateSeedISO, iso)
+
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	pool := state.Get(statePool).(string)
+	assert.True(t, strings.HasPrefix(pool, "kubenode-packer-deb-"))
+	vols, _ := m.VolumeNames(pool)
+	assert.ElementsMatch(t, []string{"packer-deb-base", "packer-deb.qcow2", "packer-deb-cd0.iso"}, vols)
+	assert.Equal(t, []byte("iso bytes"), m.Pools[pool]["packer-deb-cd0.iso"])
+	assert.Contains(t, m.Calls, "CreateVolume "+pool+" packer-deb.qcow2 qcow2 backing=/pools/"+pool+"/packer-deb-base", "linked clone on the uploaded base")
+
+	s.Cleanup(state)
+	assert.Empty(t, m.Pools, "cleanup removes every volume and the pool it created")
+}
+
+func TestStepCreateStorageFailureCleansUp(t *testing.T) {
+	c := preparedLinux(t)
+	m := NewMockDriver()
+	m.FailOn["UploadVolume"] = errors.New("disk full")
+	state := testState(t, c, m)
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionHalt, s.Run(context.Background(), state))
+	assert.ErrorContains(t, state.Get("error").(error), "disk full")
+	s.Cleanup(state)
+	assert.Empty(t, m.Pools)
+	assert.Contains(t, m.Calls, "DeleteVolume "+state.Get(statePool).(string)+" packer-deb-base")
+}
+
+func TestStepCreateStorageUsesExistingPool(t *testing.T) {
+	c := preparedLinux(t)
+	c.StoragePool = "images"
+	m := NewMockDriver()
+	m.Pools["images"] = map[string][]byte{"unrelated": nil}
+	state := testState(t, c, m)
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	s.Cleanup(state)
+	assert.Equal(t, map[string][]byte{"unrelated": nil}, m.Pools["images"], "a user's pool keeps everything but our volumes")
+	for _, call := range m.Calls {
+		assert.NotContains(t, call, "CreatePool")
+		assert.NotContains(t, call, "DeletePool")
+	}
+}
+
+func TestStepShutdownACPI(t *testing.T) {
+	c := preparedLinux(t)
+	c.ShutdownCommand = ""
+	c.ShutdownTimeout = time.Minute
+	m := NewMockDriver()
+	m.Domains[c.VMName] = StateRunning
+	m.ShutoffAfter = 2
+	old := shutdownPoll
+	shutdownPoll = time.Millisecond
+	defer func() { shutdownPoll = old }()
+	state := testState(t, c, m)
+	require.Equal(t, multistep.ActionContinue, (&stepShutdown{}).Run(context.Background(), state))
+	assert.Contains(t, m.Calls, "ShutdownDomain "+c.VMName)
+}
+
+func TestStepShutdownTimeout(t *testing.T) {
+	c := preparedLinux(t)
+	c.ShutdownCommand = ""
+	c.ShutdownTimeout = 20 * time.Millisecond
+	m := NewMockDriver()
+	m.Domains[c.VMName] = StateRunning
+	m.ShutoffAfter = 1 << 30
+	old := shutdownPoll
+	shutdownPoll = time.Millisecond
+	defer func() { shutdownPoll = old }()
+	state := testState(t, c, m)
+	require.Equal(t, multistep.ActionHalt, (&stepShutdown{}).Run(context.Background(), state))
+	assert.ErrorContains(t, state.Get("error").(error), "did not power off within shutdown_timeout")
+}
+
+func TestStepDefineDomainCleanup(t *testing.T) {
+	c := preparedLinux(t)
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	state.Put(stateDiskPath, "/pools/p/disk.qcow2")
+	state.Put(stateHostPort, 2299)
+	s := &stepDefineDomain{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	s.Cleanup(state)
+	assert.Equal(t, []string{"DefineDomain", "DestroyDomain " + c.VMName, "UndefineDomain " + c.VMName}, m.Calls)
+}
