@@ -168,7 +168,13 @@ func renderAutoinstall(l Linux, hash string) ([]File, error) {
 	for _, c := range l.LateCommands {
 		a.LateCommands = append(a.LateCommands, yamlStr(curtinInTarget(c)))
 	}
-	user, err := marshalYAML(cloudConfigHeader, autoinstallDoc{Autoinstall: a})
+	return noCloudFiles(l, autoinstallDoc{Autoinstall: a})
+}
+
+// noCloudFiles returns the NoCloud pair: user-data (doc as #cloud-config)
+// and meta-data.
+func noCloudFiles(l Linux, doc any) ([]File, error) {
+	user, err := marshalYAML(cloudConfigHeader, doc)
 	if err != nil {
 		return nil, err
 	}
@@ -233,13 +239,5 @@ func renderCloudInit(l Linux, hash string) ([]File, error) {
 	if l.Keyboard != "" {
 		c.Keyboard = &keyboardLayout{Layout: yamlStr(l.Keyboard)}
 	}
-	user, err := marshalYAML(cloudConfigHeader, c)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := renderMetaData(l)
-	if err != nil {
-		return nil, err
-	}
-	return []File{{Name: LinuxUserDataFile, Data: user}, {Name: LinuxMetaDataFile, Data: meta}}, nil
+	return noCloudFiles(l, c)
 }

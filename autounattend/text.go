@@ -26,15 +26,18 @@ func checkText(s string, multiline bool) string {
 	return ""
 }
 
-// checkRequiredText combines checkText with a non-empty, no-surrounding-space rule.
-func checkRequiredText(p *problems, field, s string) {
+// checkRequiredText reports an empty s or one checkText refuses, and
+// whether s passed.
+func checkRequiredText(p *problems, field, s string) bool {
 	if s == "" {
 		p.add(field, "is required")
-		return
+		return false
 	}
 	if why := checkText(s, false); why != "" {
 		p.add(field, "%s", why)
+		return false
 	}
+	return true
 }
 
 // oneOf reports whether s is one of allowed.

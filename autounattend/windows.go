@@ -269,12 +269,7 @@ func checkComputerName(p *problems, name string) {
 }
 
 func checkWindowsUser(p *problems, field, name string) {
-	if name == "" {
-		p.add(field, "is required")
-		return
-	}
-	if why := checkText(name, false); why != "" {
-		p.add(field, "%s", why)
+	if !checkRequiredText(p, field, name) {
 		return
 	}
 	if len([]rune(name)) > maxUsernameLen || strings.ContainsAny(name, `"/\[]:;|=,+*?<>@'`) || strings.HasSuffix(name, ".") || strings.TrimSpace(name) != name {

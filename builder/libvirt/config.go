@@ -92,7 +92,8 @@ type Config struct {
 	SecureBoot bool `mapstructure:"secure_boot"`
 	// Give the VM a TPM 2.0 (swtpm). Its state is kept with the artifact.
 	TPM bool `mapstructure:"tpm"`
-	// Hyper-V enlightenments for Windows guests. Default true for Windows.
+	// Hyper-V enlightenments for Windows guests (KVM only). Default true for
+	// Windows on KVM.
 	HypervEnlightenments *bool `mapstructure:"hyperv_enlightenments"`
 	// `kvm` or `tcg` (software emulation). Default `kvm` when /dev/kvm is
 	// usable on a local hypervisor, else `tcg`.
@@ -319,11 +320,14 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.SecureBoot && c.Firmware != autounattend.FirmwareUEFI {
 		add("secure_boot", "needs firmware = \"uefi\"")
 	}
-	if c.HypervEnlightenments == nil {
-		c.HypervEnlightenments = &windows
-	}
 	if c.Accelerator == "" {
 		c.Accelerator = defaultAccelerator(c.LibvirtURI)
+	}
+	if c.HypervEnlightenments == nil {
+		on := windows && c.Accelerator == "kvm"
+		c.HypervEnlightenments = &on
+	} else if *c.HypervEnlightenments && c.Accelerator == "tcg" {
+		add("hyperv_enlightenments", "needs accelerator = \"kvm\": QEMU offers Hyper-V enlightenments only under KVM")
 	}
 	if !oneOf(c.Accelerator, "kvm", "tcg") {
 		add("accelerator", "%q is not allowed; use \"kvm\" or \"tcg\"", c.Accelerator)

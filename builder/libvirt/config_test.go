@@ -49,7 +49,7 @@ func TestPrepareLinuxDefaults(t *testing.T) {
 func TestPrepareWindowsDefaults(t *testing.T) {
 	var c Config
 	_, err := c.Prepare(map[string]interface{}{
-		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!",
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "kvm",
 		"windows": map[string]interface{}{"version": "2022"},
 	})
 	require.NoError(t, err)
@@ -99,6 +99,21 @@ func TestPrepareReportsEveryKey(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 	assert.NotContains(t, msg, "windows.firmware", "an invalid firmware is reported once, by its own key")
+}
+
+func TestPrepareHyperVNeedsKVM(t *testing.T) {
+	var c Config
+	_, err := c.Prepare(map[string]interface{}{
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "tcg",
+		"windows": map[string]interface{}{"version": "2022"},
+	})
+	require.NoError(t, err)
+	assert.False(t, *c.HypervEnlightenments, "off by default under TCG")
+	_, err = (&Config{}).Prepare(map[string]interface{}{
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "tcg",
+		"hyperv_enlightenments": true, "windows": map[string]interface{}{"version": "2022"},
+	})
+	assert.ErrorContains(t, err, "hyperv_enlightenments: needs accelerator = \"kvm\"")
 }
 
 func TestParseDiskSize(t *testing.T) {

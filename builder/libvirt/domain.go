@@ -90,9 +90,12 @@ func domainXML(s domainSpec) (string, error) {
 	}
 	clock := &libvirtxml.DomainClock{Offset: "utc"}
 	if s.HyperV {
-		// Windows keeps its clock in local time, and runs much better when it
-		// can use the Hyper-V paravirtual interfaces.
+		// Windows keeps its clock in local time.
 		clock.Offset = "localtime"
+	}
+	if s.HyperV && s.Accelerator == "kvm" {
+		// Windows runs much better with the Hyper-V paravirtual interfaces;
+		// they exist only under KVM (QEMU refuses them with TCG).
 		clock.Timer = []libvirtxml.DomainTimer{{Name: "hypervclock", Present: "yes"}}
 		on := &libvirtxml.DomainFeatureState{State: "on"}
 		d.Features.HyperV = &libvirtxml.DomainFeatureHyperV{

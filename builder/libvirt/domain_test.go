@@ -88,6 +88,19 @@ func TestDomainXMLWindows(t *testing.T) {
 	assert.Contains(t, strings.Join(args, " "), "virtio-net-pci,netdev=kubenode0,bus=pcie.0,addr=0x10")
 }
 
+func TestDomainXMLNoHyperVUnderTCG(t *testing.T) {
+	s := windowsSpec()
+	s.Accelerator = "tcg"
+	x, err := domainXML(s)
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, xml.Unmarshal([]byte(x), &d))
+	assert.Nil(t, d.Features.HyperV, "QEMU refuses Hyper-V enlightenments under TCG")
+	assert.Empty(t, d.Clock.Timer)
+	assert.Equal(t, "localtime", d.Clock.Offset)
+	assert.Equal(t, "qemu", d.Type)
+}
+
 func TestDomainXMLSATADiskSharesUnits(t *testing.T) {
 	s := linuxSpec()
 	s.Disk.Bus = "sata"

@@ -49,6 +49,9 @@ func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string
 	stdout, err := r.cmd.StdoutPipe()
 	require.NoError(t, err)
 	r.cmd.Stderr = r.cmd.Stdout
+	// Its own process group, so that interrupt reaches packer, its
+	// panicwrap child and the plugin, as Ctrl-C in a terminal does.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, r.cmd.Start())
 	go func() {
 		sc := bufio.NewScanner(io.TeeReader(stdout, &r.output))
@@ -93,10 +96,22 @@ func (r *packerRun) wait(timeout time.Duration) error {
 	case err := <-r.done:
 		return err
 	case <-time.After(timeout):
-		r.cmd.Process.Kill()
+		// Interrupt first so the builder still cleans up; kill if it hangs.
+		r.interrupt()
+		select {
+		case <-r.done:
+		case <-time.After(2 * time.Minute):
+			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		}
 		r.t.Fatalf("packer did not finish within %s:\n%s", timeout, r.output.String())
 		return nil
 	}
+}
+
+// interrupt sends SIGINT to packer's process group, like Ctrl-C.
+func (r *packerRun) interrupt() {
+	r.t.Helper()
+	require.NoError(r.t, syscall.Kill(-r.cmd.Process.Pid, syscall.SIGINT))
 }
 
 func virsh(t *testing.T, args ...string) []string {
@@ -192,7 +207,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			vm := fmt.Sprintf("kn-it-int%d", i)
 			r := startBuild(t, plugins, base, vm, "echo kubenode-provisioning", "sleep 300")
 			r.waitFor(at.marker, 10*time.Minute)
-			require.NoError(t, r.cmd.Process.Signal(syscall.SIGINT))
+			r.interrupt()
 			err := r.wait(3 * time.Minute)
 			assert.Error(t, err, "an interrupted build must fail")
 			r.assertNothingLeft()
