@@ -118,12 +118,15 @@ func (b *Builder) steps() []multistep.Step {
 		&commonsteps.StepCleanupTempKeys{Comm: &c.Comm},
 		&stepShutdown{},
 		&stepExport{},
+		&stepSaveFirmwareState{},
 	)
 	return steps
 }
 
 // commHost: on user-mode networking the communicator goes to the forwarded
-// port on this machine's loopback.
+// port on this machine's loopback; on a libvirt network or bridge, to the
+// address libvirt learns from DHCP leases, the guest agent or ARP.
+// StepConnect calls it again until it answers or the timeout passes.
 func (c *Config) commHost(state multistep.StateBag) (string, error) {
 	if c.Comm.Host() != "" {
 		return c.Comm.Host(), nil
@@ -131,7 +134,12 @@ func (c *Config) commHost(state multistep.StateBag) (string, error) {
 	if c.Network == "user" {
 		return "127.0.0.1", nil
 	}
-	return "", fmt.Errorf("the guest's address on network %q is not known: set ssh_host or winrm_host", c.Network+c.Bridge)
+	d := state.Get(stateDriver).(Driver)
+	addr, err := d.GuestAddress(c.VMName)
+	if err != nil {
+		return "", fmt.Errorf("waiting for the guest's address (DHCP lease, guest agent or ARP; set ssh_host or winrm_host if none of them can know it): %w", err)
+	}
+	return addr, nil
 }
 
 func (c *Config) commPort(state multistep.StateBag) (int, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
@@ -47,6 +48,13 @@ type Driver interface {
 	DestroyDomain(name string) error
 	// UndefineDomain removes a domain with its NVRAM and TPM state.
 	UndefineDomain(name string) error
+	// DomainXML returns a defined domain's XML as libvirt completed it
+	// (UUID, NVRAM path, ...).
+	DomainXML(name string) (string, error)
+	// GuestAddress returns the guest's first IPv4 address (not loopback)
+	// from the network's DHCP leases, the guest agent, or the ARP table, in
+	// that order; ErrNotFound while none knows one yet.
+	GuestAddress(name string) (string, error)
 	// DomainState says whether a domain runs.
 	DomainState(name string) (DomainState, error)
 	// SendKeys presses the keys (Linux input key codes) together, holds
@@ -361,6 +369,54 @@ func (d *libvirtDriver) UndefineDomain(name string) error {
 		return fmt.Errorf("undefining domain %q: %w", name, err)
 	}
 	return nil
+}
+
+func (d *libvirtDriver) DomainXML(name string) (string, error) {
+	dom, err := d.domain(name)
+	if err != nil {
+		return "", err
+	}
+	x, err := d.l.DomainGetXMLDesc(dom, 0)
+	if err != nil {
+		return "", fmt.Errorf("XML of domain %q: %w", name, err)
+	}
+	return x, nil
+}
+
+func (d *libvirtDriver) GuestAddress(name string) (string, error) {
+	dom, err := d.domain(name)
+	if err != nil {
+		return "", err
+	}
+	for _, src := range []golibvirt.DomainInterfaceAddressesSource{
+		golibvirt.DomainInterfaceAddressesSrcLease,
+		golibvirt.DomainInterfaceAddressesSrcAgent,
+		golibvirt.DomainInterfaceAddressesSrcArp,
+	} {
+		ifaces, err := d.l.DomainInterfaceAddresses(dom, uint32(src), 0)
+		if err != nil {
+			continue // no agent yet, no leases on this network, ...
+		}
+		if a := firstIPv4(ifaces); a != "" {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("address of domain %q: %w", name, ErrNotFound)
+}
+
+// firstIPv4 picks the first IPv4 address that is not loopback.
+func firstIPv4(ifaces []golibvirt.DomainInterface) string {
+	for _, i := range ifaces {
+		if i.Name == "lo" {
+			continue
+		}
+		for _, a := range i.Addrs {
+			if a.Type == int32(golibvirt.IPAddrTypeIpv4) && !strings.HasPrefix(a.Addr, "127.") {
+				return a.Addr
+			}
+		}
+	}
+	return ""
 }
 
 func (d *libvirtDriver) DomainState(name string) (DomainState, error) {

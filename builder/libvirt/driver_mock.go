@@ -18,6 +18,10 @@ type MockDriver struct {
 	Pools   map[string]map[string][]byte // pool -> volume -> content
 	Domains map[string]DomainState
 	Keys    [][]uint32
+	// Address is what GuestAddress returns ("": not known yet).
+	Address string
+	// XML is what DomainXML returns, by domain name.
+	XML map[string]string
 	// ShutoffAfter makes the domain shut off after this many DomainState
 	// calls following ShutdownDomain.
 	ShutoffAfter int
@@ -27,7 +31,7 @@ type MockDriver struct {
 
 // NewMockDriver returns an empty MockDriver.
 func NewMockDriver() *MockDriver {
-	return &MockDriver{FailOn: map[string]error{}, Pools: map[string]map[string][]byte{}, Domains: map[string]DomainState{}}
+	return &MockDriver{FailOn: map[string]error{}, Pools: map[string]map[string][]byte{}, Domains: map[string]DomainState{}, XML: map[string]string{}}
 }
 
 func (m *MockDriver) call(format string, args ...any) error {
@@ -154,6 +158,27 @@ func (m *MockDriver) UndefineDomain(name string) error {
 	delete(m.Domains, name)
 	delete(m.Domains, "defined")
 	return nil
+}
+
+func (m *MockDriver) DomainXML(name string) (string, error) {
+	if err := m.call("DomainXML %s", name); err != nil {
+		return "", err
+	}
+	x, ok := m.XML[name]
+	if !ok {
+		return "", fmt.Errorf("domain %q: %w", name, ErrNotFound)
+	}
+	return x, nil
+}
+
+func (m *MockDriver) GuestAddress(name string) (string, error) {
+	if err := m.call("GuestAddress %s", name); err != nil {
+		return "", err
+	}
+	if m.Address == "" {
+		return "", fmt.Errorf("address of domain %q: %w", name, ErrNotFound)
+	}
+	return m.Address, nil
 }
 
 func (m *MockDriver) DomainState(name string) (DomainState, error) {

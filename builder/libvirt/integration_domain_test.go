@@ -3,10 +3,13 @@
 package libvirt
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/packer-plugin-sdk/bootcommand"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,8 +58,26 @@ func TestWindowsShapedDomainStarts(t *testing.T) {
 	st, err := d.DomainState(spec.Name)
 	require.NoError(t, err)
 	assert.Equal(t, StateRunning, st)
+	// The UEFI "press any key to boot from CD" answer, typed as boot_command
+	// types it: libvirt must accept our Linux key codes, modifiers included.
+	keys := &sendKeyDriver{domain: spec.Name, keys: d}
+	require.NoError(t, keys.SendSpecial("enter", bootcommand.KeyPress))
+	require.NoError(t, keys.SendKey('A', bootcommand.KeyPress))
+	require.NoError(t, keys.SendSpecial("f12", bootcommand.KeyPress))
 	out, _ := exec.Command("virsh", "-c", "qemu:///system", "dumpxml", spec.Name).CombinedOutput()
 	assert.Contains(t, string(out), "<tpm model='tpm-crb'>")
 	assert.Contains(t, string(out), "OVMF", "libvirt picked an OVMF firmware for firmware='efi'")
 	assert.Contains(t, string(out), "secure='yes'", "Secure Boot firmware selected")
+
+	// Powered off, its EFI variables and TPM state are copied beside the image.
+	require.NoError(t, d.DestroyDomain(spec.Name))
+	keep := t.TempDir()
+	saved, err := saveFirmwareState(d, spec.Name, keep)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(keep, efiVarsFile), filepath.Join(keep, tpmStateDir)}, saved)
+	vars, err := os.Stat(filepath.Join(keep, efiVarsFile))
+	require.NoError(t, err)
+	assert.Greater(t, vars.Size(), int64(64<<10), "an OVMF variable store")
+	tpm, _ := filepath.Glob(filepath.Join(keep, tpmStateDir, "tpm2", "*"))
+	assert.NotEmpty(t, tpm, "swtpm wrote TPM 2.0 state")
 }

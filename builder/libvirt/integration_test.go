@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
 
@@ -207,10 +208,34 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			vm := fmt.Sprintf("kn-it-int%d", i)
 			r := startBuild(t, plugins, base, vm, "echo kubenode-provisioning", "sleep 300")
 			r.waitFor(at.marker, 10*time.Minute)
+			if at.marker == "kubenode-provisioning" {
+				assertGuestAgentAddress(t, vm)
+			}
 			r.interrupt()
 			err := r.wait(3 * time.Minute)
 			assert.Error(t, err, "an interrupted build must fail")
 			r.assertNothingLeft()
 		})
 	}
+}
+
+// assertGuestAgentAddress asks libvirt for the running build VM's address:
+// on user networking there is no lease or ARP entry, so it must come from
+// the guest agent (qemu-guest-agent in the base disk, over the channel the
+// domain XML defines), and it is QEMU's user-network guest address.
+func assertGuestAgentAddress(t *testing.T, vm string) {
+	t.Helper()
+	d, err := libvirt.NewDriver("qemu:///system")
+	require.NoError(t, err)
+	defer d.Close()
+	var addr string
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if addr, err = d.GuestAddress(vm); err == nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	require.NoError(t, err, "no address from the guest agent within 90 s")
+	assert.Equal(t, "10.0.2.15", addr)
 }

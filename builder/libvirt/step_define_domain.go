@@ -92,7 +92,7 @@ func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
 	}
 	// The serial log is written by the hypervisor's virtlogd: into the
 	// output directory when the hypervisor is this machine.
-	if u, err := url.Parse(c.LibvirtURI); err == nil && u.Host == "" {
+	if isLocalURI(c.LibvirtURI) {
 		abs, err := filepath.Abs(filepath.Join(c.OutputDir, "serial.log"))
 		if err != nil {
 			return spec, err
@@ -100,6 +100,12 @@ func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
 		spec.SerialLog = abs
 	}
 	return spec, nil
+}
+
+// isLocalURI reports whether the hypervisor is this machine.
+func isLocalURI(uri string) bool {
+	u, err := url.Parse(uri)
+	return err == nil && u.Host == ""
 }
 
 // tailFile returns the last n lines of a file, or "".

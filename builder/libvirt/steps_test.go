@@ -128,3 +128,58 @@ func TestStepDefineDomainCleanup(t *testing.T) {
 	s.Cleanup(state)
 	assert.Equal(t, []string{"DefineDomain", "DestroyDomain " + c.VMName, "UndefineDomain " + c.VMName}, m.Calls)
 }
+
+func TestSaveFirmwareState(t *testing.T) {
+	dir := t.TempDir()
+	nvram := filepath.Join(dir, "vm_VARS.fd")
+	require.NoError(t, os.WriteFile(nvram, []byte("efi vars"), 0o600))
+	old := swtpmStateDir
+	swtpmStateDir = filepath.Join(dir, "swtpm")
+	defer func() { swtpmStateDir = old }()
+	uuid := "0b3a8f50-95a5-4f9a-a1c9-1d6f1c0e1a2b"
+	require.NoError(t, os.MkdirAll(filepath.Join(swtpmStateDir, uuid, "tpm2"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(swtpmStateDir, uuid, "tpm2", "tpm2-00.permall"), []byte("tpm"), 0o600))
+
+	m := NewMockDriver()
+	m.XML["vm"] = `<domain type="kvm"><name>vm</name><uuid>` + uuid + `</uuid><os><type>hvm</type><nvram>` + nvram +
+		`</nvram></os><devices><tpm model="tpm-crb"><backend type="emulator" version="2.0"></backend></tpm></devices></domain>`
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.Mkdir(out, 0o755))
+	saved, err := saveFirmwareState(m, "vm", out)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(out, efiVarsFile), filepath.Join(out, tpmStateDir)}, saved)
+	data, _ := os.ReadFile(filepath.Join(out, efiVarsFile))
+	assert.Equal(t, "efi vars", string(data))
+	data, _ = os.ReadFile(filepath.Join(out, tpmStateDir, "tpm2", "tpm2-00.permall"))
+	assert.Equal(t, "tpm", string(data))
+
+	// firmware="efi" without <nvram> (a stopped, autoselected domain): the
+	// default store is used.
+	oldNV := nvramDir
+	nvramDir = dir
+	defer func() { nvramDir = oldNV }()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "auto_VARS.fd"), []byte("auto vars"), 0o600))
+	m.XML["auto"] = `<domain type="kvm"><name>auto</name><os firmware="efi"><type>hvm</type></os></domain>`
+	out2 := filepath.Join(dir, "out2")
+	require.NoError(t, os.Mkdir(out2, 0o755))
+	saved, err = saveFirmwareState(m, "auto", out2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(out2, efiVarsFile)}, saved)
+}
+
+func TestCommHost(t *testing.T) {
+	c := preparedLinux(t)
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	host, err := c.commHost(state)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", host, "user networking: the forwarded port on loopback")
+
+	c.Network = "default"
+	_, err = c.commHost(state)
+	assert.ErrorContains(t, err, "waiting for the guest's address")
+	m.Address = "192.0.2.10"
+	host, err = c.commHost(state)
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.10", host)
+}
