@@ -24,6 +24,7 @@ APT_PACKAGES=(
   qemu-system-x86 qemu-utils ovmf        # QEMU (TCG here), qemu-img, UEFI firmware
   swtpm swtpm-tools                      # vTPM for Windows 11-class guests
   debootstrap extlinux fdisk e2fsprogs mount # scripts/base-disk.sh: the Debian test base disk
+  openssh-server openssh-client          # a loopback sshd for the qemu+ssh:// (remote hypervisor) test
 )
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

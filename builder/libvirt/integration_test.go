@@ -36,6 +36,11 @@ type packerRun struct {
 
 func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string) *packerRun {
 	t.Helper()
+	return startBuildOn(t, "qemu:///system", plugins, baseDisk, vmName, inline...)
+}
+
+func startBuildOn(t *testing.T, uri, plugins, baseDisk, vmName string, inline ...string) *packerRun {
+	t.Helper()
 	work := t.TempDir()
 	r := &packerRun{t: t, vmName: vmName, outDir: filepath.Join(work, "output"), tmpDir: filepath.Join(work, "tmp"),
 		lines: make(chan string, 1000), done: make(chan error, 1)}
@@ -43,7 +48,7 @@ func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string
 	inlineHCL := `["` + strings.Join(inline, `", "`) + `"]`
 	r.cmd = exec.Command(harness.Packer(t), "build", "-color=false",
 		"-var", "base_disk="+baseDisk, "-var", "vm_name="+vmName,
-		"-var", "output_directory="+r.outDir, "-var", "inline="+inlineHCL,
+		"-var", "output_directory="+r.outDir, "-var", "inline="+inlineHCL, "-var", "libvirt_uri="+uri,
 		filepath.Join(harness.Root(), "builder", "libvirt", "testdata", "debian.pkr.hcl"))
 	r.cmd.Dir = work
 	r.cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+r.tmpDir)
@@ -187,6 +192,33 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	require.NoError(t, second.wait(12*time.Minute), second.output.String())
 	t.Logf("second build from the exported image: %s", time.Since(start).Round(time.Second))
 	assert.Contains(t, second.output.String(), "built-by-kubenode", "the exported image lost the provisioner's change")
+}
+
+// TestBuildOverSSH runs a whole build against a hypervisor reached as a
+// remote one, qemu+ssh://root@127.0.0.1:PORT/system through a throwaway
+// sshd: every libvirt call, the uploads and the download go over SSH.
+func TestBuildOverSSH(t *testing.T) {
+	harness.Libvirtd(t)
+	base := harness.BaseDisk(t)
+	plugins := harness.PluginDir(t)
+	uri := harness.SSHD(t)
+
+	start := time.Now()
+	r := startBuildOn(t, uri, plugins, base, "kn-it-remote", "hostname")
+	require.NoError(t, r.wait(12*time.Minute), r.output.String())
+	t.Logf("build over qemu+ssh: %s", time.Since(start).Round(time.Second))
+	assert.Contains(t, r.output.String(), "kubenode-it")
+	info, err := exec.Command("qemu-img", "info", filepath.Join(r.outDir, "kn-it-remote.qcow2")).CombinedOutput()
+	require.NoError(t, err, string(info))
+	assert.Contains(t, string(info), "file format: qcow2")
+	_, err = os.Stat(filepath.Join(r.outDir, "serial.log"))
+	assert.True(t, os.IsNotExist(err), "a remote hypervisor's serial log stays there")
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, "kn-it-remote")
+	}
+	for _, p := range virsh(t, "pool-list", "--all", "--name") {
+		assert.NotContains(t, p, "kn-it-remote")
+	}
 }
 
 // TestInterruptLeavesNothing sends SIGINT to packer at several steps and

@@ -12,8 +12,13 @@ variable "base_disk" { type = string }
 variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "inline" { type = list(string) }
+variable "libvirt_uri" {
+  type    = string
+  default = "qemu:///system"
+}
 
 source "kubenode-libvirt" "it" {
+  libvirt_uri      = var.libvirt_uri
   disk_image       = var.base_disk
   disk_size        = "4G"
   memory           = 1024
