@@ -11,12 +11,14 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/plugin"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
+	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
 func main() {
 	pps := plugin.NewSet()
 	pps.RegisterBuilder("libvirt", new(libvirt.Builder))
+	pps.RegisterPostProcessor("export", new(export.PostProcessor))
 	pps.SetVersion(version.PluginVersion)
 	if err := pps.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, err.Error())

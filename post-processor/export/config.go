@@ -1,0 +1,85 @@
+//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
+
+package export
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+)
+
+// Config is the configuration of the kubenode-export post-processor.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// Image formats to write, each with qemu-img: `qcow2` (default), `raw`,
+	// `vmdk`, `vhdx`.
+	Formats []string `mapstructure:"formats"`
+	// Compression of qcow2 outputs: `zstd` (default; multi-threaded),
+	// `zlib` (readable by older QEMU), or `none`.
+	Compression string `mapstructure:"compression"`
+	// Where outputs go. Default: the builder's output directory.
+	OutputDir string `mapstructure:"output_directory"`
+	// File name of the outputs without extension. Default: the builder's
+	// image name (`vm_name`).
+	OutputName string `mapstructure:"output_name"`
+	// qemu-img coroutines for the conversion (`-m`, at most 16). Default:
+	// the number of CPUs.
+	Threads int `mapstructure:"threads"`
+	// The qemu-img binary. Default `qemu-img` on PATH.
+	QemuImgPath string `mapstructure:"qemu_img_path"`
+
+	ctx interpolate.Context
+}
+
+// Formats qemu-img writes for us, with their file extensions.
+var formatExt = map[string]string{"qcow2": "qcow2", "raw": "raw", "vmdk": "vmdk", "vhdx": "vhdx"}
+
+// Prepare decodes raws into c, sets defaults and reports every problem.
+func (c *Config) Prepare(raws ...interface{}) error {
+	if err := config.Decode(c, &config.DecodeOpts{
+		PluginType: "kubenode.export", Interpolate: true, InterpolateContext: &c.ctx,
+	}, raws...); err != nil {
+		return err
+	}
+	var errs *packersdk.MultiError
+	add := func(key, format string, args ...any) {
+		errs = packersdk.MultiErrorAppend(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Formats) == 0 {
+		c.Formats = []string{"qcow2"}
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Formats {
+		if _, ok := formatExt[f]; !ok {
+			add(fmt.Sprintf("formats[%d]", i), "%q is not a format this writes; use \"qcow2\", \"raw\", \"vmdk\" or \"vhdx\"", f)
+		}
+		if seen[f] {
+			add(fmt.Sprintf("formats[%d]", i), "%q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	if c.Compression == "" {
+		c.Compression = "zstd"
+	}
+	if c.Compression != "zstd" && c.Compression != "zlib" && c.Compression != "none" {
+		add("compression", "%q is not allowed; use \"zstd\", \"zlib\" or \"none\"", c.Compression)
+	}
+	if c.Threads == 0 {
+		c.Threads = min(runtime.NumCPU(), 16)
+	}
+	if c.Threads < 1 || c.Threads > 16 {
+		add("threads", "%d is out of range: qemu-img takes 1 to 16", c.Threads)
+	}
+	if c.QemuImgPath == "" {
+		c.QemuImgPath = "qemu-img"
+	}
+	if errs != nil && len(errs.Errors) > 0 {
+		return errs
+	}
+	return nil
+}

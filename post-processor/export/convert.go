@@ -1,0 +1,86 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// convertArgs are the qemu-img arguments that write src as format to dst.
+// Zero clusters are never written (qemu-img convert's default -S 4k), and
+// -m/-W let several coroutines compress and write out of order.
+func convertArgs(src, srcFormat, dst, format, compression string, threads int) []string {
+	args := []string{"convert", "-p", "-f", srcFormat, "-O", format, "-m", strconv.Itoa(threads), "-W"}
+	switch format {
+	case "qcow2":
+		if compression != "none" {
+			args = append(args, "-c", "-o", "compression_type="+compression)
+		}
+	case "vmdk":
+		// One sparse file, what VMware and VirtualBox import.
+		args = append(args, "-o", "subformat=monolithicSparse")
+	case "vhdx":
+		args = append(args, "-o", "subformat=dynamic")
+	}
+	return append(args, src, dst)
+}
+
+var progressRE = regexp.MustCompile(`\((\d+(?:\.\d+)?)/100%\)`)
+
+// convert runs qemu-img, reporting progress every 10%, into a temporary
+// file next to dst that is renamed to dst only when qemu-img succeeds: an
+// interrupted or failed conversion leaves no partial output.
+func convert(ctx context.Context, qemuImg string, args []string, dst string, progress func(pct int)) error {
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial")
+	args = append(append([]string{}, args[:len(args)-1]...), tmp)
+	defer os.Remove(tmp)
+	cmd := exec.CommandContext(ctx, qemuImg, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w (is qemu-utils installed? set qemu_img_path)", qemuImg, err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Split(splitCR)
+	last := -1
+	for sc.Scan() {
+		if m := progressRE.FindStringSubmatch(sc.Text()); m != nil {
+			pct, _ := strconv.ParseFloat(m[1], 64)
+			if step := int(pct) / 10 * 10; step > last {
+				last = step
+				progress(step)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("conversion to %s interrupted: %w", filepath.Base(dst), ctx.Err())
+		}
+		return fmt.Errorf("%s %s: %w: %s", qemuImg, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return os.Rename(tmp, dst)
+}
+
+// splitCR splits qemu-img's progress output, which redraws with \r.
+func splitCR(data []byte, atEOF bool) (int, []byte, error) {
+	for i, b := range data {
+		if b == '\r' || b == '\n' {
+			return i + 1, data[:i], nil
+		}
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}

@@ -1,0 +1,177 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeArtifact is a builder's artifact as kubenode-libvirt returns it.
+type fakeArtifact struct {
+	files []string
+	data  map[string]interface{}
+}
+
+func (a *fakeArtifact) BuilderId() string { return "kubenode.libvirt" }
+func (a *fakeArtifact) Files() []string   { return a.files }
+func (a *fakeArtifact) Id() string        { return "" }
+func (a *fakeArtifact) String() string    { return "" }
+func (a *fakeArtifact) State(name string) interface{} {
+	if name == "generated_data" {
+		return a.data
+	}
+	return nil
+}
+func (a *fakeArtifact) Destroy() error { return nil }
+
+func requireTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is not installed: run scripts/setup.sh packages", name)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	require.NoError(t, err, "%s %v: %s", name, args, out)
+	return string(out)
+}
+
+// sourceImage makes a 256 MiB qcow2 holding 48 MiB of data in three
+// places, the rest never written (zero clusters an export must not store).
+func sourceImage(t *testing.T, dir string) string {
+	requireTool(t, "qemu-img")
+	requireTool(t, "qemu-io")
+	src := filepath.Join(dir, "node.qcow2")
+	run(t, "qemu-img", "create", "-q", "-f", "qcow2", src, "256M")
+	run(t, "qemu-io", "-c", "write -P 0x5a 0 16M", "-c", "write -P 0x33 64M 16M", "-c", "write -P 0x0f 200M 16M", src)
+	return src
+}
+
+func uiForTest() (*packersdk.BasicUi, *bytes.Buffer) {
+	var out bytes.Buffer
+	return &packersdk.BasicUi{Reader: new(bytes.Buffer), Writer: &out, ErrorWriter: &out, PB: &packersdk.NoopProgressTracker{}}, &out
+}
+
+func TestExportEveryFormat(t *testing.T) {
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	in := &fakeArtifact{files: []string{src, filepath.Join(dir, "serial.log")}, data: map[string]interface{}{"OSFamily": "linux", "OSVersion": "cloud-init", "Firmware": "bios"}}
+	out := filepath.Join(dir, "out")
+	p := &PostProcessor{now: func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC) }}
+	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"qcow2", "raw", "vmdk", "vhdx"}, "output_directory": out}))
+	ui, log := uiForTest()
+	a, keep, force, err := p.PostProcess(context.Background(), ui, in)
+	require.NoError(t, err, log.String())
+	assert.True(t, keep && force, "the input is kept: outputs may share its directory")
+	assert.Contains(t, log.String(), "node.qcow2: 100%", "qemu-img progress reaches the UI")
+
+	for format, file := range map[string]string{"qcow2": "node.qcow2", "raw": "node.raw", "vmdk": "node.vmdk", "vhdx": "node.vhdx"} {
+		path := filepath.Join(out, file)
+		var info struct {
+			Format         string `json:"format"`
+			FormatSpecific struct {
+				Data struct {
+					CompressionType string `json:"compression-type"`
+				}
+			} `json:"format-specific"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(run(t, "qemu-img", "info", "--output=json", path)), &info))
+		assert.Equal(t, format, info.Format, file)
+		if format != "raw" {
+			run(t, "qemu-img", "check", "-q", path)
+		}
+		// Same guest-visible bytes as the source.
+		run(t, "qemu-img", "compare", "-q", src, path)
+		if format == "qcow2" {
+			assert.Equal(t, "zstd", info.FormatSpecific.Data.CompressionType)
+		}
+		// sha256sum -c reads the checksum file.
+		cmd := exec.Command("sha256sum", "-c", file+".sha256")
+		cmd.Dir = out
+		res, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(res))
+		assert.Contains(t, string(res), file+": OK")
+	}
+	st, err := os.Stat(filepath.Join(out, "node.qcow2"))
+	require.NoError(t, err)
+	assert.Less(t, st.Size(), int64(8<<20), "zero clusters are dropped and data compressed")
+
+	// The manifest validates against docs/manifest.schema.json.
+	raw, err := os.ReadFile(filepath.Join(out, ManifestFile))
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	require.NoError(t, err)
+	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(doc))
+	m := a.(*Artifact).manifest
+	assert.Equal(t, "linux", m.OS.Family)
+	assert.Equal(t, "bios", m.Firmware.Type)
+	require.Len(t, m.Outputs, 4)
+	assert.Equal(t, "zstd", m.Outputs[0].Compression)
+	assert.Nil(t, m.Baked)
+	assert.Len(t, a.Files(), 9, "4 images, 4 checksum files, the manifest")
+}
+
+func TestSchemaRejectsBadManifest(t *testing.T) {
+	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
+	require.NoError(t, err)
+	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"schema_version": 1, "build_time": "x", "os": {"family": "beos", "version": ""}, "firmware": {"type": "bios"}, "baked": null, "tools": {"builder": "", "plugin": "", "qemu_img": ""}, "outputs": []}`))
+	assert.Error(t, schema.Validate(doc), "the schema must be able to fail")
+}
+
+func TestInterruptedConversionLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	dst := filepath.Join(dir, "out.qcow2")
+	ctx, cancel := context.WithCancel(context.Background())
+	err := convert(ctx, "qemu-img", convertArgs(src, "qcow2", dst, "qcow2", "zstd", 1), dst, func(int) { cancel() })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "interrupted")
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"node.qcow2"}, names, "no output and no partial file")
+}
+
+func TestConfigureReportsEveryKey(t *testing.T) {
+	err := (&PostProcessor{}).Configure(map[string]interface{}{"formats": []string{"qcow2", "ova", "qcow2"}, "compression": "lz4", "threads": 99})
+	require.Error(t, err)
+	for _, want := range []string{`formats[1]: "ova" is not a format`, `formats[2]: "qcow2" is listed twice`, `compression: "lz4" is not allowed`, "threads: 99 is out of range"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	p := &PostProcessor{}
+	require.NoError(t, p.Configure())
+	ui, _ := uiForTest()
+	_, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{"/x/serial.log"}})
+	assert.ErrorContains(t, err, "has no disk image")
+	_, _, _, err = p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{"/nonexistent/disk.qcow2"}})
+	assert.ErrorContains(t, err, "source image")
+}
+
+func TestConvertArgs(t *testing.T) {
+	assert.Equal(t, []string{"convert", "-p", "-f", "qcow2", "-O", "qcow2", "-m", "2", "-W", "-c", "-o", "compression_type=zstd", "in", "out"},
+		convertArgs("in", "qcow2", "out", "qcow2", "zstd", 2))
+	assert.Equal(t, []string{"convert", "-p", "-f", "raw", "-O", "qcow2", "-m", "1", "-W", "in", "out"},
+		convertArgs("in", "raw", "out", "qcow2", "none", 1))
+	assert.Equal(t, []string{"convert", "-p", "-f", "qcow2", "-O", "vhdx", "-m", "4", "-W", "-o", "subformat=dynamic", "in", "out"},
+		convertArgs("in", "qcow2", "out", "vhdx", "zstd", 4))
+}

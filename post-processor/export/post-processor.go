@@ -1,0 +1,196 @@
+// Package export is the kubenode-export post-processor: it turns the
+// builder's disk into finished images (qemu-img), with sha256 checksum
+// files and a manifest of what the image is and holds.
+package export
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/version"
+)
+
+// ArtifactID identifies this post-processor's artifacts.
+const ArtifactID = "kubenode.export"
+
+// PostProcessor is kubenode-export.
+type PostProcessor struct {
+	config Config
+	// now is the build time written to the manifest; tests pin it.
+	now func() time.Time
+}
+
+func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
+
+func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.Prepare(raws...) }
+
+// PostProcess writes every format of the input's disk image. The input
+// artifact is always kept: the outputs may share its directory, which
+// destroying it would remove.
+func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in packersdk.Artifact) (packersdk.Artifact, bool, bool, error) {
+	c := &p.config
+	src, err := diskImage(in.Files())
+	if err != nil {
+		return nil, true, true, err
+	}
+	srcFormat, err := imageFormat(src)
+	if err != nil {
+		return nil, true, true, err
+	}
+	dir := c.OutputDir
+	if dir == "" {
+		dir = filepath.Dir(src)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, true, true, fmt.Errorf("output_directory: %w", err)
+	}
+	if err := checkWritable(dir); err != nil {
+		return nil, true, true, fmt.Errorf("output_directory %s is not writable: %w", dir, err)
+	}
+	name := c.OutputName
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
+	}
+
+	var files []string
+	var outputs []Output
+	for _, format := range c.Formats {
+		dst := filepath.Join(dir, name+"."+formatExt[format])
+		compression := "none"
+		if format == "qcow2" {
+			compression = c.Compression
+		}
+		ui.Say(fmt.Sprintf("Writing %s (%s, compression %s, %d threads)", dst, format, compression, c.Threads))
+		start := time.Now()
+		args := convertArgs(src, srcFormat, dst, format, compression, c.Threads)
+		err := convert(ctx, c.QemuImgPath, args, dst, func(pct int) {
+			ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(dst), pct, time.Since(start).Round(time.Second)))
+		})
+		if err != nil {
+			return nil, true, true, err
+		}
+		st, err := os.Stat(dst)
+		if err != nil {
+			return nil, true, true, err
+		}
+		sum, err := sha256File(dst)
+		if err != nil {
+			return nil, true, true, err
+		}
+		sumFile, err := writeChecksum(dst, sum)
+		if err != nil {
+			return nil, true, true, err
+		}
+		ui.Message(fmt.Sprintf("%s: %.1f MiB in %s, sha256 %s", filepath.Base(dst), float64(st.Size())/(1<<20), time.Since(start).Round(100*time.Millisecond), sum))
+		files = append(files, dst, sumFile)
+		outputs = append(outputs, Output{File: filepath.Base(dst), Format: format, Compression: compression, Size: st.Size(), SHA256: sum})
+	}
+
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	m := Manifest{
+		SchemaVersion: ManifestSchemaVersion,
+		BuildTime:     now().UTC().Truncate(time.Second),
+		OS:            osInfo(in),
+		Firmware:      firmware(in),
+		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImgVersion(c.QemuImgPath)},
+		Outputs:       outputs,
+	}
+	mf, err := writeManifest(dir, m)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("writing %s: %w", ManifestFile, err)
+	}
+	ui.Say("Wrote " + mf)
+	return &Artifact{dir: dir, files: append(files, mf), manifest: m}, true, true, nil
+}
+
+// diskImage picks the disk image among an artifact's files.
+func diskImage(files []string) (string, error) {
+	for _, f := range files {
+		switch strings.ToLower(filepath.Ext(f)) {
+		case ".qcow2", ".raw", ".img":
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("the input artifact has no disk image (.qcow2, .raw or .img) among %v: kubenode-export follows kubenode-libvirt or another builder that writes one", files)
+}
+
+func imageFormat(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("source image: %w", err)
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil {
+		return "", fmt.Errorf("source image %s: %w", path, err)
+	}
+	if string(magic) == "QFI\xfb" {
+		return "qcow2", nil
+	}
+	return "raw", nil
+}
+
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".kubenode-write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// generated returns the builder's generated data, if any.
+func generated(in packersdk.Artifact) map[string]interface{} {
+	g, _ := in.State("generated_data").(map[string]interface{})
+	return g
+}
+
+func str(m map[string]interface{}, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func osInfo(in packersdk.Artifact) OSInfo {
+	g := generated(in)
+	info := OSInfo{Family: str(g, "OSFamily"), Version: str(g, "OSVersion"), Edition: str(g, "OSEdition")}
+	if info.Family == "" {
+		info.Family = "unknown"
+	}
+	return info
+}
+
+func firmware(in packersdk.Artifact) Firmware {
+	fw := Firmware{Type: str(generated(in), "Firmware")}
+	if fw.Type == "" {
+		fw.Type = "unknown"
+	}
+	for _, f := range in.Files() {
+		switch filepath.Base(f) {
+		case "efivars.fd":
+			fw.EFIVars = "efivars.fd"
+		case "tpm":
+			fw.TPMState = "tpm"
+		}
+	}
+	return fw
+}
+
+func qemuImgVersion(qemuImg string) string {
+	out, err := exec.Command(qemuImg, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
