@@ -3,6 +3,7 @@
 # compared with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 out=$(go test -run '^$' -bench 'SeedDisc' -benchtime "${BENCHTIME:-2s}" -count 1 ./bench)
 echo "$out"
 echo "$out" | awk '
@@ -11,4 +12,15 @@ echo "$out" | awk '
   END {
     if (inproc == "" || xorr == "") { print "seed disc: missing figures"; exit 1 }
     printf "seed disc (Windows 2022, 2 files): in-process %.3f ms, xorriso -as mkisofs -J -R %.3f ms: in-process is %.1fx faster (goal >= 10x)\n", inproc/1e6, xorr/1e6, xorr/inproc
+  }'
+
+# One conversion each of the same node image: seconds per run, so 1x.
+out=$(go test -run '^$' -bench 'Export' -benchtime 1x -count 1 -timeout 30m ./bench)
+echo "$out"
+echo "$out" | awk '
+  /^BenchmarkExportKubenode/   { for (i = 1; i <= NF; i++) { if ($i == "ns/op") kt = $(i-1); if ($i == "bytes") ks = $(i-1) } }
+  /^BenchmarkExportQemuPlugin/ { for (i = 1; i <= NF; i++) { if ($i == "ns/op") qt = $(i-1); if ($i == "bytes") qs = $(i-1) } }
+  END {
+    if (kt == "" || qt == "") { print "export: missing figures"; exit 1 }
+    printf "export (Debian node image): kubenode-export %.1f s, %.1f MiB; qemu-img convert -c -O qcow2 %.1f s, %.1f MiB: %.1fx faster at %.3fx the size (goal >= 3x at <= 1.05x)\n", kt/1e9, ks/1048576, qt/1e9, qs/1048576, qt/kt, ks/qs
   }'

@@ -1,10 +1,36 @@
 package libvirt
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 )
+
+// FactsKey is the artifact state key under which the builder publishes
+// ImageFacts, as a JSON string: Packer hands artifacts to post-processors
+// over RPC, and a string is what survives that encoding whatever it holds.
+const FactsKey = "kubenode.image_facts"
+
+// ImageFacts is what the builder tells later components about the image.
+type ImageFacts struct {
+	OSFamily     string `json:"os_family"` // "windows", "linux" or "unknown"
+	OSVersion    string `json:"os_version"`
+	OSEdition    string `json:"os_edition,omitempty"`
+	Firmware     string `json:"firmware"`
+	Communicator string `json:"communicator"`
+	Accelerator  string `json:"accelerator"`
+}
+
+// ReadImageFacts returns the facts an artifact carries, if any.
+func ReadImageFacts(state func(string) interface{}) (ImageFacts, bool) {
+	var f ImageFacts
+	s, ok := state(FactsKey).(string)
+	if !ok || json.Unmarshal([]byte(s), &f) != nil {
+		return f, false
+	}
+	return f, true
+}
 
 // Artifact is the finished disk: files in output_directory, or a volume
 // left in a storage pool (keep_in_pool).

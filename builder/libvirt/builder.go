@@ -2,6 +2,7 @@ package libvirt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -71,7 +72,14 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	if _, ok := state.GetOk(multistep.StateHalted); ok {
 		return nil, errors.New("build was halted")
 	}
-	a := &Artifact{dir: c.OutputDir, StateData: map[string]interface{}{"generated_data": state.Get("generated_data")}}
+	facts, err := json.Marshal(c.imageFacts())
+	if err != nil {
+		return nil, err
+	}
+	a := &Artifact{dir: c.OutputDir, StateData: map[string]interface{}{
+		"generated_data": state.Get("generated_data"),
+		FactsKey:         string(facts),
+	}}
 	if v, ok := state.GetOk(stateExportVol); ok {
 		a.pool, a.volume, a.dir = state.Get(statePool).(string), v.(string), ""
 	}
@@ -149,21 +157,36 @@ func (c *Config) commPort(state multistep.StateBag) (int, error) {
 	return c.Comm.Port(), nil
 }
 
-// generatedData is what the build tells later components about the image.
-func (c *Config) generatedData() map[string]interface{} {
-	family, version := "unknown", ""
+// imageFacts is what the build tells later components about the image.
+func (c *Config) imageFacts() ImageFacts {
+	f := ImageFacts{OSFamily: "unknown", Firmware: c.Firmware, Communicator: c.Comm.Type, Accelerator: c.Accelerator}
 	switch {
 	case c.Windows != nil:
-		family, version = "windows", c.Windows.Version
+		f.OSFamily, f.OSVersion = "windows", c.Windows.Version
+		f.OSEdition = c.windowsSeed().Edition
+		if f.OSEdition == "" {
+			f.OSEdition = "datacenter"
+		}
+		if c.Windows.Experience == "desktop" {
+			f.OSEdition += "-desktop"
+		} else {
+			f.OSEdition += "-core"
+		}
 	case c.Linux != nil:
-		family, version = "linux", c.Linux.Flavor
+		f.OSFamily, f.OSVersion = "linux", c.Linux.Flavor
 	}
+	return f
+}
+
+// generatedData are the build variables (build.OSFamily, ...) templates see.
+func (c *Config) generatedData() map[string]interface{} {
+	f := c.imageFacts()
 	return map[string]interface{}{
-		"OSFamily":     family,
-		"OSVersion":    version,
-		"Firmware":     c.Firmware,
+		"OSFamily":     f.OSFamily,
+		"OSVersion":    f.OSVersion,
+		"Firmware":     f.Firmware,
 		"DiskPath":     c.OutputDir + "/" + c.VMName + ".qcow2",
-		"Communicator": c.Comm.Type,
-		"Accelerator":  c.Accelerator,
+		"Communicator": f.Communicator,
+		"Accelerator":  f.Accelerator,
 	}
 }

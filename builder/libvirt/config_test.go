@@ -62,6 +62,11 @@ func TestPrepareWindowsDefaults(t *testing.T) {
 	w := c.windowsSeed()
 	assert.Equal(t, "Passw0rd!", w.Password, "the seed takes the communicator's password")
 	assert.Equal(t, "uefi", w.Firmware)
+	assert.Equal(t, ImageFacts{OSFamily: "windows", OSVersion: "2022", OSEdition: "datacenter-core", Firmware: "uefi", Communicator: "winrm", Accelerator: "kvm"}, c.imageFacts())
+	a := &Artifact{StateData: map[string]interface{}{FactsKey: `{"os_family":"windows","os_version":"2022","firmware":"uefi"}`}}
+	f, ok := ReadImageFacts(a.State)
+	require.True(t, ok)
+	assert.Equal(t, "windows", f.OSFamily)
 }
 
 func TestPrepareReportsEveryKey(t *testing.T) {

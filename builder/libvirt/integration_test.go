@@ -161,8 +161,9 @@ func (r *packerRun) assertNothingLeft() {
 
 // TestBuildFromBaseDiskAndBootAgain: a real packer build boots the Debian
 // base disk under TCG with a generated cloud-init seed, reaches SSH, runs a
-// shell provisioner, shuts down and exports a qcow2; a second build from
-// that qcow2 boots it and finds the first build's change.
+// shell provisioner, shuts down and exports a qcow2, which kubenode-export
+// compresses (zstd) with a checksum and a manifest; a second build from that
+// qcow2 boots it and finds the first build's change.
 func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	harness.Libvirtd(t)
 	base := harness.BaseDisk(t)
@@ -180,6 +181,14 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	require.NoError(t, err, string(info))
 	assert.Contains(t, string(info), `"format": "qcow2"`)
 	assert.NotContains(t, string(info), "backing-filename", "the exported image must not depend on a backing file")
+	assert.Contains(t, string(info), `"compression-type": "zstd"`, "kubenode-export compressed the image in place")
+	sum := exec.Command("sha256sum", "-c", "kn-it-build.qcow2.sha256")
+	sum.Dir = first.outDir
+	res, err := sum.CombinedOutput()
+	require.NoError(t, err, string(res))
+	manifest, err := os.ReadFile(filepath.Join(first.outDir, "kubenode-manifest.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(manifest), `"family": "linux"`)
 	serial, err := os.ReadFile(filepath.Join(first.outDir, "serial.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(serial), "Linux version", "the serial console log holds the guest's boot")

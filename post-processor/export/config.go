@@ -32,6 +32,15 @@ type Config struct {
 	Threads int `mapstructure:"threads"`
 	// The qemu-img binary. Default `qemu-img` on PATH.
 	QemuImgPath string `mapstructure:"qemu_img_path"`
+	// Upload the first output into this libvirt storage pool.
+	UploadPool string `mapstructure:"upload_pool"`
+	// libvirt URI of the pool's host: local or remote, e.g.
+	// `qemu+ssh://user@host/system`. Default `qemu:///system`.
+	UploadURI string `mapstructure:"upload_uri"`
+	// Name of the uploaded volume. Default: the output's file name.
+	UploadVolume string `mapstructure:"upload_volume"`
+	// Replace a volume of that name. By default an existing one is an error.
+	UploadOverwrite bool `mapstructure:"upload_overwrite"`
 
 	ctx interpolate.Context
 }
@@ -74,6 +83,12 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.Threads < 1 || c.Threads > 16 {
 		add("threads", "%d is out of range: qemu-img takes 1 to 16", c.Threads)
+	}
+	if c.UploadURI == "" {
+		c.UploadURI = "qemu:///system"
+	}
+	if c.UploadPool == "" && (c.UploadVolume != "" || c.UploadOverwrite) {
+		add("upload_pool", "is required with upload_volume and upload_overwrite")
 	}
 	if c.QemuImgPath == "" {
 		c.QemuImgPath = "qemu-img"

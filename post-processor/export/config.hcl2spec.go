@@ -24,6 +24,10 @@ type FlatConfig struct {
 	OutputName          *string           `mapstructure:"output_name" cty:"output_name" hcl:"output_name"`
 	Threads             *int              `mapstructure:"threads" cty:"threads" hcl:"threads"`
 	QemuImgPath         *string           `mapstructure:"qemu_img_path" cty:"qemu_img_path" hcl:"qemu_img_path"`
+	UploadPool          *string           `mapstructure:"upload_pool" cty:"upload_pool" hcl:"upload_pool"`
+	UploadURI           *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
+	UploadVolume        *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
+	UploadOverwrite     *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -52,6 +56,10 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"output_name":                &hcldec.AttrSpec{Name: "output_name", Type: cty.String, Required: false},
 		"threads":                    &hcldec.AttrSpec{Name: "threads", Type: cty.Number, Required: false},
 		"qemu_img_path":              &hcldec.AttrSpec{Name: "qemu_img_path", Type: cty.String, Required: false},
+		"upload_pool":                &hcldec.AttrSpec{Name: "upload_pool", Type: cty.String, Required: false},
+		"upload_uri":                 &hcldec.AttrSpec{Name: "upload_uri", Type: cty.String, Required: false},
+		"upload_volume":              &hcldec.AttrSpec{Name: "upload_volume", Type: cty.String, Required: false},
+		"upload_overwrite":           &hcldec.AttrSpec{Name: "upload_overwrite", Type: cty.Bool, Required: false},
 	}
 	return s
 }

@@ -13,10 +13,10 @@ import (
 	"strings"
 )
 
-// convertArgs are the qemu-img arguments that write src as format to dst.
+// ConvertArgs returns the qemu-img arguments that write src as format to dst.
 // Zero clusters are never written (qemu-img convert's default -S 4k), and
 // -m/-W let several coroutines compress and write out of order.
-func convertArgs(src, srcFormat, dst, format, compression string, threads int) []string {
+func ConvertArgs(src, srcFormat, dst, format, compression string, threads int) []string {
 	args := []string{"convert", "-p", "-f", srcFormat, "-O", format, "-m", strconv.Itoa(threads), "-W"}
 	switch format {
 	case "qcow2":

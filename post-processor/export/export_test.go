@@ -15,12 +15,14 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 )
 
 // fakeArtifact is a builder's artifact as kubenode-libvirt returns it.
 type fakeArtifact struct {
 	files []string
-	data  map[string]interface{}
+	facts string // JSON of libvirt.ImageFacts, as the builder publishes it
 }
 
 func (a *fakeArtifact) BuilderId() string { return "kubenode.libvirt" }
@@ -28,8 +30,8 @@ func (a *fakeArtifact) Files() []string   { return a.files }
 func (a *fakeArtifact) Id() string        { return "" }
 func (a *fakeArtifact) String() string    { return "" }
 func (a *fakeArtifact) State(name string) interface{} {
-	if name == "generated_data" {
-		return a.data
+	if name == libvirt.FactsKey && a.facts != "" {
+		return a.facts
 	}
 	return nil
 }
@@ -68,7 +70,7 @@ func uiForTest() (*packersdk.BasicUi, *bytes.Buffer) {
 func TestExportEveryFormat(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
-	in := &fakeArtifact{files: []string{src, filepath.Join(dir, "serial.log")}, data: map[string]interface{}{"OSFamily": "linux", "OSVersion": "cloud-init", "Firmware": "bios"}}
+	in := &fakeArtifact{files: []string{src, filepath.Join(dir, "serial.log")}, facts: `{"os_family":"linux","os_version":"cloud-init","firmware":"bios"}`}
 	out := filepath.Join(dir, "out")
 	p := &PostProcessor{now: func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC) }}
 	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"qcow2", "raw", "vmdk", "vhdx"}, "output_directory": out}))
@@ -138,7 +140,7 @@ func TestInterruptedConversionLeavesNothing(t *testing.T) {
 	src := sourceImage(t, dir)
 	dst := filepath.Join(dir, "out.qcow2")
 	ctx, cancel := context.WithCancel(context.Background())
-	err := convert(ctx, "qemu-img", convertArgs(src, "qcow2", dst, "qcow2", "zstd", 1), dst, func(int) { cancel() })
+	err := convert(ctx, "qemu-img", ConvertArgs(src, "qcow2", dst, "qcow2", "zstd", 1), dst, func(int) { cancel() })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "interrupted")
 	entries, _ := os.ReadDir(dir)
@@ -169,9 +171,9 @@ func TestExportErrors(t *testing.T) {
 
 func TestConvertArgs(t *testing.T) {
 	assert.Equal(t, []string{"convert", "-p", "-f", "qcow2", "-O", "qcow2", "-m", "2", "-W", "-c", "-o", "compression_type=zstd", "in", "out"},
-		convertArgs("in", "qcow2", "out", "qcow2", "zstd", 2))
+		ConvertArgs("in", "qcow2", "out", "qcow2", "zstd", 2))
 	assert.Equal(t, []string{"convert", "-p", "-f", "raw", "-O", "qcow2", "-m", "1", "-W", "in", "out"},
-		convertArgs("in", "raw", "out", "qcow2", "none", 1))
+		ConvertArgs("in", "raw", "out", "qcow2", "none", 1))
 	assert.Equal(t, []string{"convert", "-p", "-f", "qcow2", "-O", "vhdx", "-m", "4", "-W", "-o", "subformat=dynamic", "in", "out"},
-		convertArgs("in", "qcow2", "out", "vhdx", "zstd", 4))
+		ConvertArgs("in", "qcow2", "out", "vhdx", "zstd", 4))
 }

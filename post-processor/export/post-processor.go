@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
@@ -71,7 +72,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		}
 		ui.Say(fmt.Sprintf("Writing %s (%s, compression %s, %d threads)", dst, format, compression, c.Threads))
 		start := time.Now()
-		args := convertArgs(src, srcFormat, dst, format, compression, c.Threads)
+		args := ConvertArgs(src, srcFormat, dst, format, compression, c.Threads)
 		err := convert(ctx, c.QemuImgPath, args, dst, func(pct int) {
 			ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(dst), pct, time.Since(start).Round(time.Second)))
 		})
@@ -106,6 +107,11 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		Firmware:      firmware(in),
 		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImgVersion(c.QemuImgPath)},
 		Outputs:       outputs,
+	}
+	if c.UploadPool != "" {
+		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {
+			return nil, true, true, err
+		}
 	}
 	mf, err := writeManifest(dir, m)
 	if err != nil {
@@ -151,20 +157,9 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// generated returns the builder's generated data, if any.
-func generated(in packersdk.Artifact) map[string]interface{} {
-	g, _ := in.State("generated_data").(map[string]interface{})
-	return g
-}
-
-func str(m map[string]interface{}, k string) string {
-	s, _ := m[k].(string)
-	return s
-}
-
 func osInfo(in packersdk.Artifact) OSInfo {
-	g := generated(in)
-	info := OSInfo{Family: str(g, "OSFamily"), Version: str(g, "OSVersion"), Edition: str(g, "OSEdition")}
+	f, _ := libvirt.ReadImageFacts(in.State)
+	info := OSInfo{Family: f.OSFamily, Version: f.OSVersion, Edition: f.OSEdition}
 	if info.Family == "" {
 		info.Family = "unknown"
 	}
@@ -172,7 +167,8 @@ func osInfo(in packersdk.Artifact) OSInfo {
 }
 
 func firmware(in packersdk.Artifact) Firmware {
-	fw := Firmware{Type: str(generated(in), "Firmware")}
+	f, _ := libvirt.ReadImageFacts(in.State)
+	fw := Firmware{Type: f.Firmware}
 	if fw.Type == "" {
 		fw.Type = "unknown"
 	}

@@ -39,4 +39,9 @@ build {
   provisioner "shell" {
     inline = var.inline
   }
+  # The image the second build boots is this post-processor's output.
+  post-processor "kubenode-export" {
+    formats     = ["qcow2"]
+    compression = "zstd"
+  }
 }
