@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
 )
 
 // stepCreateStorage creates the build's pool (unless storage_pool names an
@@ -126,7 +128,7 @@ func (s *stepCreateStorage) upload(ctx context.Context, d Driver, ui packersdk.U
 		return "", err
 	}
 	s.volumes = append(s.volumes, v.Name)
-	body := ui.TrackProgress(path.Base(file), 0, st.Size(), io.NopCloser(ctxReader{ctx, f}))
+	body := ui.TrackProgress(path.Base(file), 0, st.Size(), io.NopCloser(ctxio.Reader{Ctx: ctx, R: f}))
 	defer body.Close()
 	if err := d.UploadVolume(s.pool, v.Name, body, st.Size()); err != nil {
 		return "", err
@@ -152,19 +154,6 @@ func (s *stepCreateStorage) Cleanup(state multistep.StateBag) {
 		}
 	}
 	s.pool = ""
-}
-
-// ctxReader stops an upload when the build is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // diskFormat tells qcow2 from raw by the qcow2 magic.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
 )
 
 // stepExport makes the finished disk: a flattened qcow2 copy of the build
@@ -53,7 +55,7 @@ func (s *stepExport) Run(ctx context.Context, state multistep.StateBag) multiste
 	s.tmp = f.Name()
 	ui.Say(fmt.Sprintf("Downloading the image to %s", dst))
 	w := &countingWriter{w: f}
-	err = d.DownloadVolume(pool, name, ctxWriter{ctx, w})
+	err = d.DownloadVolume(pool, name, ctxio.Writer{Ctx: ctx, W: w})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -98,17 +100,4 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// ctxWriter stops a download when the build is cancelled.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }

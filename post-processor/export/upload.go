@@ -9,6 +9,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
+	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
 )
 
 // newDriver connects to libvirt; tests may replace it.
@@ -54,21 +55,9 @@ func upload(ctx context.Context, ui packersdk.Ui, c *Config, path string, out Ou
 	}
 	body := ui.TrackProgress(filepath.Base(path), 0, out.Size, f)
 	defer body.Close()
-	if err := d.UploadVolume(c.UploadPool, name, ctxReader{ctx, body}, out.Size); err != nil {
+	if err := d.UploadVolume(c.UploadPool, name, ctxio.Reader{Ctx: ctx, R: body}, out.Size); err != nil {
 		d.DeleteVolume(c.UploadPool, name)
 		return fmt.Errorf("uploading %s: %w", filepath.Base(path), err)
 	}
 	return nil
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   interface{ Read([]byte) (int, error) }
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
