@@ -167,6 +167,15 @@ func TestExportErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "has no disk image")
 	_, _, _, err = p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{"/nonexistent/disk.qcow2"}})
 	assert.ErrorContains(t, err, "source image")
+
+	// An output directory that cannot be made (its parent is a file; root
+	// ignores permission bits, so a read-only directory would not do).
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	p = &PostProcessor{}
+	require.NoError(t, p.Configure(map[string]interface{}{"output_directory": filepath.Join(src, "out")}))
+	_, _, _, err = p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}})
+	assert.ErrorContains(t, err, "output_directory:")
 }
 
 func TestConvertArgs(t *testing.T) {
