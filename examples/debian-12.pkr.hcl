@@ -44,4 +44,7 @@ build {
   provisioner "shell" {
     inline = ["echo built by kubenode | sudo tee /etc/kubenode-built", "uname -r"]
   }
+
+  # zstd qcow2 in place, a sha256 file and kubenode-manifest.json.
+  post-processor "kubenode-export" {}
 }
