@@ -53,7 +53,7 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	disk := Volume{Name: c.VMName + ".qcow2", Format: "qcow2", Capacity: size}
 	if c.DiskImage != "" {
 		base := c.VMName + "-base"
-		format, err := diskFormat(c.DiskImage)
+		format, err := DiskFormat(c.DiskImage)
 		if err != nil {
 			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
 		}
@@ -156,8 +156,8 @@ func (s *stepCreateStorage) Cleanup(state multistep.StateBag) {
 	s.pool = ""
 }
 
-// diskFormat tells qcow2 from raw by the qcow2 magic.
-func diskFormat(file string) (string, error) {
+// DiskFormat tells a qcow2 image from a raw one by the qcow2 magic.
+func DiskFormat(file string) (string, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "", err

@@ -6,7 +6,6 @@ package export
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,9 +42,9 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	if err != nil {
 		return nil, true, true, err
 	}
-	srcFormat, err := imageFormat(src)
+	srcFormat, err := libvirt.DiskFormat(src)
 	if err != nil {
-		return nil, true, true, err
+		return nil, true, true, fmt.Errorf("source image: %w", err)
 	}
 	dir := c.OutputDir
 	if dir == "" {
@@ -130,22 +129,6 @@ func diskImage(files []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the input artifact has no disk image (.qcow2, .raw or .img) among %v: kubenode-export follows kubenode-libvirt or another builder that writes one", files)
-}
-
-func imageFormat(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("source image: %w", err)
-	}
-	defer f.Close()
-	magic := make([]byte, 4)
-	if _, err := io.ReadFull(f, magic); err != nil {
-		return "", fmt.Errorf("source image %s: %w", path, err)
-	}
-	if string(magic) == "QFI\xfb" {
-		return "qcow2", nil
-	}
-	return "raw", nil
 }
 
 func checkWritable(dir string) error {
