@@ -15,7 +15,46 @@ require (
 	github.com/tree-sitter/go-tree-sitter v0.25.0
 	github.com/zclconf/go-cty v1.16.3
 	go.yaml.in/yaml/v3 v3.0.5
+	k8s.io/client-go v0.33.13
 	libvirt.org/go/libvirtxml v1.10009.0
+	sigs.k8s.io/yaml v1.4.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
+	github.com/emicklei/go-restful/v3 v3.11.0 // indirect
+	github.com/fxamacker/cbor/v2 v2.7.0 // indirect
+	github.com/go-openapi/jsonpointer v0.21.0 // indirect
+	github.com/go-openapi/jsonreference v0.20.2 // indirect
+	github.com/go-openapi/swag v0.23.0 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/google/gnostic-models v0.6.9 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/josharian/intern v1.0.0 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/mailru/easyjson v0.7.7 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_golang v1.22.0 // indirect
+	github.com/prometheus/client_model v0.6.1 // indirect
+	github.com/prometheus/common v0.62.0 // indirect
+	github.com/prometheus/procfs v0.15.1 // indirect
+	github.com/spf13/pflag v1.0.5 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
+	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
+	gopkg.in/inf.v0 v0.9.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+	k8s.io/component-base v0.33.13 // indirect
+	k8s.io/klog/v2 v2.130.1 // indirect
+	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
+	k8s.io/utils v0.0.0-20241104100929-3ea5e8cea738 // indirect
+	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
+	sigs.k8s.io/randfill v1.0.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect
 )
 
 require (
@@ -30,7 +69,7 @@ require (
 	github.com/Masterminds/goutils v1.1.1 // indirect
 	github.com/Masterminds/semver/v3 v3.1.1 // indirect
 	github.com/Masterminds/sprig/v3 v3.2.1 // indirect
-	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/Microsoft/go-winio v0.6.2
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/apparentlymart/go-textseg/v13 v13.0.0 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
@@ -104,7 +143,7 @@ require (
 	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
 	github.com/jehiah/go-strftime v0.0.0-20171201141054-1d33003b3869 // indirect
 	github.com/jmespath/go-jmespath v0.4.0 // indirect
-	github.com/klauspost/compress v1.11.2 // indirect
+	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
 	github.com/masterzen/simplexml v0.0.0-20190410153822-31eea3082786 // indirect
 	github.com/masterzen/winrm v0.0.0-20250927112105-5f8e6c707321 // indirect
@@ -142,13 +181,13 @@ require (
 	go.opentelemetry.io/otel/metric v1.43.0 // indirect
 	go.opentelemetry.io/otel/trace v1.43.0 // indirect
 	golang.org/x/crypto v0.53.0 // indirect
-	golang.org/x/exp v0.0.0-20230321023759-10a507213a29 // indirect
+	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
 	golang.org/x/mobile v0.0.0-20210901025245-1fde1d6c3ca1 // indirect
 	golang.org/x/mod v0.36.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
 	golang.org/x/sync v0.21.0 // indirect
-	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	golang.org/x/time v0.11.0 // indirect
@@ -159,6 +198,45 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20251202230838-ff82c1b0f217 // indirect
 	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
+	k8s.io/api v0.33.13
+	k8s.io/apimachinery v0.33.13
+	k8s.io/cluster-bootstrap v0.33.13
+	k8s.io/kubelet v0.33.13
+	k8s.io/kubernetes v1.33.13
 )
 
 tool github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc
+
+// k8s.io/kubernetes (kubeadm's API types for the joiner) requires its staging
+// modules at v0.0.0; pin them to the published modules of the same release.
+replace (
+	k8s.io/api => k8s.io/api v0.33.13
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.33.13
+	k8s.io/apimachinery => k8s.io/apimachinery v0.33.13
+	k8s.io/apiserver => k8s.io/apiserver v0.33.13
+	k8s.io/cli-runtime => k8s.io/cli-runtime v0.33.13
+	k8s.io/client-go => k8s.io/client-go v0.33.13
+	k8s.io/cloud-provider => k8s.io/cloud-provider v0.33.13
+	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.33.13
+	k8s.io/code-generator => k8s.io/code-generator v0.33.13
+	k8s.io/component-base => k8s.io/component-base v0.33.13
+	k8s.io/component-helpers => k8s.io/component-helpers v0.33.13
+	k8s.io/controller-manager => k8s.io/controller-manager v0.33.13
+	k8s.io/cri-api => k8s.io/cri-api v0.33.13
+	k8s.io/cri-client => k8s.io/cri-client v0.33.13
+	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.33.13
+	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.33.13
+	k8s.io/endpointslice => k8s.io/endpointslice v0.33.13
+	k8s.io/externaljwt => k8s.io/externaljwt v0.33.13
+	k8s.io/kms => k8s.io/kms v0.33.13
+	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.33.13
+	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.33.13
+	k8s.io/kube-proxy => k8s.io/kube-proxy v0.33.13
+	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.33.13
+	k8s.io/kubectl => k8s.io/kubectl v0.33.13
+	k8s.io/kubelet => k8s.io/kubelet v0.33.13
+	k8s.io/metrics => k8s.io/metrics v0.33.13
+	k8s.io/mount-utils => k8s.io/mount-utils v0.33.13
+	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.33.13
+	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.33.13
+)

@@ -25,6 +25,8 @@ APT_PACKAGES=(
   swtpm swtpm-tools                      # vTPM for Windows 11-class guests
   debootstrap extlinux fdisk e2fsprogs mount # scripts/base-disk.sh: the Debian test base disk
   openssh-server openssh-client          # a loopback sshd for the qemu+ssh:// (remote hypervisor) test
+  containerd runc containernetworking-plugins # the node runtime the joiner's real join runs against
+  iptables conntrack socat ethtool ebtables # kubeadm join preflight prerequisites on this host
 )
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

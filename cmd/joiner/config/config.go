@@ -1,0 +1,359 @@
+// Package config is the joiner's configuration: what a node needs to join a
+// kubeadm cluster (where the API server is, the bootstrap token, the pinned
+// CA) and how it should be registered (name, labels, taints, kubelet args).
+//
+// A node's configuration is assembled from layers, later ones winning key by
+// key: the file kubenode-bake put in the image, the file on the join seed
+// disc attached at first boot, then command-line flags. Maps (labels) merge
+// key by key; lists are replaced by a later layer that sets them.
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// APIVersion and Kind identify a joiner configuration file.
+	APIVersion = "joiner.kubenode.io/v1alpha1"
+	Kind       = "JoinerConfiguration"
+
+	// FileName is the configuration's file name, in the image and on the
+	// join seed disc.
+	FileName = "joiner.yaml"
+	// SeedLabel is the volume label of the join seed disc the joiner looks
+	// for at first boot (`joiner token --seed-iso` writes such a disc).
+	SeedLabel = "KUBENODE_JOIN"
+)
+
+// Config is a JoinerConfiguration. Its YAML keys follow kubeadm's
+// JoinConfiguration where the meaning is the same.
+type Config struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// APIServerEndpoint is host:port of the API server to discover the
+	// cluster from, as reachable from the node (a QEMU user-net guest
+	// reaches the build host as 10.0.2.2).
+	APIServerEndpoint string `json:"apiServerEndpoint,omitempty"`
+	// Token is the bootstrap token (abcdef.0123456789abcdef). It is removed
+	// from every file the joiner can write once the node has joined.
+	Token string `json:"token,omitempty"`
+	// CACertHashes pin the cluster CA: "sha256:<hex of the CA's public key
+	// info>", as `kubeadm token create --print-join-command` prints.
+	CACertHashes []string `json:"caCertHashes,omitempty"`
+	// UnsafeSkipCAVerification joins without pinning the CA: anyone who can
+	// answer on APIServerEndpoint can then take the node. Never the default.
+	UnsafeSkipCAVerification bool `json:"unsafeSkipCAVerification,omitempty"`
+
+	// NodeName defaults to the lowercased host name.
+	NodeName string `json:"nodeName,omitempty"`
+	// Labels are set by the kubelet at registration (--node-labels) and
+	// ensured on the Node after it is Ready. Only labels a kubelet may set
+	// on its own Node are accepted (NodeRestriction).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are registered with the node (kubeadm nodeRegistration.taints).
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// ExtraHosts are written to the hosts file before joining, e.g. a
+	// control-plane name the API server certificate uses.
+	ExtraHosts []corev1.HostAlias `json:"extraHosts,omitempty"`
+	// CRISocket is the container runtime endpoint.
+	CRISocket string `json:"criSocket,omitempty"`
+	// KubeletExtraArgs are passed to the kubelet through kubeadm.
+	KubeletExtraArgs []kubeadmv1.Arg `json:"kubeletExtraArgs,omitempty"`
+	// IgnorePreflightErrors are kubeadm preflight check names to downgrade
+	// to warnings; "Swap" also skips the joiner's own swap check.
+	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
+	// KubeadmPath and KubeletPath default to the binaries on PATH.
+	KubeadmPath string `json:"kubeadmPath,omitempty"`
+	KubeletPath string `json:"kubeletPath,omitempty"`
+
+	Timeouts Timeouts `json:"timeouts,omitempty"`
+}
+
+// Timeouts bound each wait of a join.
+type Timeouts struct {
+	// Seed: how long to wait for the join seed disc to appear.
+	Seed *metav1.Duration `json:"seed,omitempty"`
+	// Discovery: how long to retry reaching the API server and finding the
+	// token's signature on cluster-info.
+	Discovery *metav1.Duration `json:"discovery,omitempty"`
+	// TLSBootstrap: kubeadm's wait for the kubelet's client certificate.
+	TLSBootstrap *metav1.Duration `json:"tlsBootstrap,omitempty"`
+	// NodeReady: how long to wait for the Node to be Ready after joining.
+	NodeReady *metav1.Duration `json:"nodeReady,omitempty"`
+}
+
+// Default timeouts.
+const (
+	DefaultSeedTimeout         = 2 * time.Minute
+	DefaultDiscoveryTimeout    = 5 * time.Minute
+	DefaultTLSBootstrapTimeout = 5 * time.Minute
+	DefaultNodeReadyTimeout    = 5 * time.Minute
+)
+
+// New returns an empty configuration with its type set.
+func New() *Config {
+	return &Config{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
+}
+
+// Merge decodes one more layer of YAML over c: keys present in data
+// replace c's, labels merge key by key. Unknown keys are an error, naming
+// the source.
+func (c *Config) Merge(source string, data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	var head metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if head.APIVersion != "" && head.APIVersion != APIVersion || head.Kind != "" && head.Kind != Kind {
+		return fmt.Errorf("%s: is %s %s, want apiVersion %s, kind %s", source, head.APIVersion, head.Kind, APIVersion, Kind)
+	}
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	c.TypeMeta = metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}
+	return nil
+}
+
+// MergeFile merges the file at path; a missing file is reported as such.
+func (c *Config) MergeFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return c.Merge(path, data)
+}
+
+// SetDefaults fills what the user left out. hostname is the machine's.
+func (c *Config) SetDefaults(hostname, criSocket string) {
+	if c.NodeName == "" {
+		c.NodeName = strings.ToLower(hostname)
+	}
+	if c.CRISocket == "" {
+		c.CRISocket = criSocket
+	}
+	setDuration(&c.Timeouts.Seed, DefaultSeedTimeout)
+	setDuration(&c.Timeouts.Discovery, DefaultDiscoveryTimeout)
+	setDuration(&c.Timeouts.TLSBootstrap, DefaultTLSBootstrapTimeout)
+	setDuration(&c.Timeouts.NodeReady, DefaultNodeReadyTimeout)
+}
+
+func setDuration(d **metav1.Duration, def time.Duration) {
+	if *d == nil {
+		*d = &metav1.Duration{Duration: def}
+	}
+}
+
+// Validate reports every problem at once, each under its YAML key.
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	root := field.NewPath("")
+	key := func(name string) *field.Path { return root.Child(name) }
+
+	if c.APIServerEndpoint == "" {
+		errs = append(errs, field.Required(key("apiServerEndpoint"), "host:port of the API server, e.g. 10.0.2.2:6443"))
+	} else if msg := checkHostPort(c.APIServerEndpoint); msg != "" {
+		errs = append(errs, field.Invalid(key("apiServerEndpoint"), c.APIServerEndpoint, msg))
+	}
+	switch {
+	case c.Token == "":
+		errs = append(errs, field.Required(key("token"), "a bootstrap token (`joiner token` or `kubeadm token create` makes one)"))
+	case !bootstraputil.IsValidBootstrapToken(c.Token):
+		errs = append(errs, field.Invalid(key("token"), "<redacted>", "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
+	}
+	if len(c.CACertHashes) == 0 && !c.UnsafeSkipCAVerification {
+		errs = append(errs, field.Required(key("caCertHashes"),
+			"pin the cluster CA (sha256:<hex>, printed by `joiner token`); unsafeSkipCAVerification: true joins without it, insecurely"))
+	}
+	for i, h := range c.CACertHashes {
+		if err := pubkeypin.NewSet().Allow(h); err != nil {
+			errs = append(errs, field.Invalid(key("caCertHashes").Index(i), h, err.Error()))
+		}
+	}
+	if c.NodeName == "" {
+		errs = append(errs, field.Required(key("nodeName"), "the host name is empty"))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.NodeName) {
+		errs = append(errs, field.Invalid(key("nodeName"), c.NodeName, msg))
+	}
+	errs = append(errs, validateLabels(c.Labels, key("labels"))...)
+	errs = append(errs, validateTaints(c.Taints, key("taints"))...)
+	for i, h := range c.ExtraHosts {
+		p := key("extraHosts").Index(i)
+		if net.ParseIP(h.IP) == nil {
+			errs = append(errs, field.Invalid(p.Child("ip"), h.IP, "must be an IP address"))
+		}
+		if len(h.Hostnames) == 0 {
+			errs = append(errs, field.Required(p.Child("hostnames"), "at least one host name"))
+		}
+		for j, name := range h.Hostnames {
+			for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
+				errs = append(errs, field.Invalid(p.Child("hostnames").Index(j), name, msg))
+			}
+		}
+	}
+	if u, err := url.Parse(c.CRISocket); err != nil || (u.Scheme != "unix" && u.Scheme != "npipe") {
+		errs = append(errs, field.Invalid(key("criSocket"), c.CRISocket, "must be a unix:// or npipe:// URL"))
+	}
+	for i, a := range c.KubeletExtraArgs {
+		if a.Name == "" || strings.HasPrefix(a.Name, "-") {
+			errs = append(errs, field.Invalid(key("kubeletExtraArgs").Index(i).Child("name"), a.Name, "a flag name without leading dashes"))
+		}
+		if a.Name == "node-labels" || a.Name == "register-with-taints" {
+			errs = append(errs, field.Forbidden(key("kubeletExtraArgs").Index(i).Child("name"), "use labels / taints instead of "+a.Name))
+		}
+	}
+	for name, d := range map[string]*metav1.Duration{"seed": c.Timeouts.Seed, "discovery": c.Timeouts.Discovery,
+		"tlsBootstrap": c.Timeouts.TLSBootstrap, "nodeReady": c.Timeouts.NodeReady} {
+		if d != nil && d.Duration <= 0 {
+			errs = append(errs, field.Invalid(key("timeouts").Child(name), d.Duration.String(), "must be positive"))
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
+	return errs.ToAggregate()
+}
+
+func checkHostPort(hp string) string {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "must be host:port (" + err.Error() + ")"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "port must be 1-65535"
+	}
+	if net.ParseIP(host) == nil {
+		if msgs := validation.IsDNS1123Subdomain(strings.ToLower(host)); len(msgs) > 0 {
+			return "host: " + msgs[0]
+		}
+	}
+	return ""
+}
+
+func validateLabels(labels map[string]string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(labels) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(p.Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(labels[k]) {
+			errs = append(errs, field.Invalid(p.Key(k), labels[k], msg))
+		}
+		if inKubernetesNamespace(k) && !kubeletapis.IsKubeletLabel(k) {
+			errs = append(errs, field.Forbidden(p.Key(k),
+				"the NodeRestriction admission plugin forbids a kubelet to set labels in the kubernetes.io and k8s.io namespaces "+
+					"except the well-known ones; use your own prefix (e.g. example.com/role) or label the node with an admin credential"))
+		}
+	}
+	return errs
+}
+
+// inKubernetesNamespace: labels under kubernetes.io and k8s.io are
+// reserved; the kubelet may only set the well-known ones among them.
+func inKubernetesNamespace(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, reserved := range []string{"kubernetes.io", "k8s.io"} {
+		if ns == reserved || strings.HasSuffix(ns, "."+reserved) {
+			return true
+		}
+	}
+	return false
+}
+
+func validateTaints(taints []corev1.Taint, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	effects := []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
+	for i, t := range taints {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(p.Index(i).Child("key"), t.Key, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(p.Index(i).Child("value"), t.Value, msg))
+		}
+		if !slices.Contains(effects, string(t.Effect)) {
+			errs = append(errs, field.NotSupported(p.Index(i).Child("effect"), t.Effect, effects))
+		}
+	}
+	return errs
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Marshal renders c as YAML.
+func (c *Config) Marshal() ([]byte, error) {
+	c.TypeMeta = metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}
+	return yaml.Marshal(c)
+}
+
+// WriteFile writes c to path with mode 0600 (it may hold a token), through
+// a temporary file and a rename so a reader never sees half a file.
+func (c *Config) WriteFile(path string) error {
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data, 0o600)
+}
+
+// WriteFileAtomic writes data to path via a temporary file in the same
+// directory, created with mode perm.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Redacted returns a copy safe to print: the token's secret half is hidden.
+func (c *Config) Redacted() *Config {
+	r := *c
+	if id, _, ok := strings.Cut(c.Token, "."); ok {
+		r.Token = id + ".<redacted>"
+	}
+	return &r
+}

@@ -1,0 +1,334 @@
+// Command joiner brings a kubenode image into a kubeadm cluster on its first
+// boot (`joiner join`), and prepares the cluster side (`joiner token`,
+// `joiner doctor`). See docs/joiner.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
+	"github.com/kubenode/packer-plugin-kubenode/version"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+)
+
+const usage = `joiner joins a machine to a kubeadm cluster on its first boot.
+
+Usage:
+  joiner join   [flags]   on the node: join this machine (its first-boot service runs this)
+  joiner token  [flags]   on the control-plane side: make a bootstrap token and the node's join config or seed disc
+  joiner doctor [flags]   on the control-plane side: is the cluster ready for a (Windows) node?
+  joiner version
+
+Run "joiner <command> --help" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "join":
+		err = runJoin(ctx, args[1:], stderr)
+	case "token":
+		err = runToken(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		err = runDoctor(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "joiner", version.PluginVersion.FormattedVersion())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "joiner: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "joiner %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// errUsage: the flags were wrong; the flag package has said so.
+var errUsage = errors.New("usage")
+
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// nodeFlags are the join-configuration flags `join` and `token` share.
+type nodeFlags struct {
+	endpoint, tokenValue, nodeName, criSocket string
+	caHashes, labels, taints, hosts, args     multi
+	ignore                                    multi
+	unsafeSkipCA                              bool
+	discoveryTimeout, readyTimeout            time.Duration
+}
+
+func (n *nodeFlags) register(fs *flag.FlagSet, withToken bool) {
+	fs.StringVar(&n.endpoint, "api-server-endpoint", "", "`host:port` of the API server, as the node reaches it")
+	if withToken {
+		fs.StringVar(&n.tokenValue, "token", "", "bootstrap `token` (abcdef.0123456789abcdef)")
+		fs.Var(&n.caHashes, "discovery-token-ca-cert-hash", "`sha256:<hex>` pin of the cluster CA (repeatable)")
+		fs.BoolVar(&n.unsafeSkipCA, "discovery-token-unsafe-skip-ca-verification", false, "join without pinning the CA (insecure)")
+	}
+	fs.StringVar(&n.nodeName, "node-name", "", "Node `name` (default: the lowercased host name)")
+	fs.StringVar(&n.criSocket, "cri-socket", "", "container runtime `endpoint`")
+	fs.Var(&n.labels, "label", "node label `key=value` (repeatable)")
+	fs.Var(&n.taints, "taint", "node taint `key[=value]:Effect` (repeatable)")
+	fs.Var(&n.hosts, "extra-host", "hosts entry `name=ip` written before joining (repeatable)")
+	fs.Var(&n.args, "kubelet-arg", "extra kubelet flag `name=value` (repeatable)")
+	fs.Var(&n.ignore, "ignore-preflight-errors", "kubeadm preflight `check` to ignore (repeatable)")
+	fs.DurationVar(&n.discoveryTimeout, "discovery-timeout", 0, "how long to retry discovery (default 5m)")
+	fs.DurationVar(&n.readyTimeout, "node-ready-timeout", 0, "how long to wait for Node Ready (default 5m)")
+}
+
+// config turns the flags that were given into a configuration layer.
+func (n *nodeFlags) config() (*config.Config, error) {
+	c := config.New()
+	c.APIServerEndpoint, c.Token, c.NodeName, c.CRISocket = n.endpoint, n.tokenValue, n.nodeName, n.criSocket
+	c.CACertHashes, c.UnsafeSkipCAVerification, c.IgnorePreflightErrors = n.caHashes, n.unsafeSkipCA, n.ignore
+	for _, kv := range n.labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--label %q: want key=value", kv)
+		}
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[k] = v
+	}
+	for _, s := range n.taints {
+		t, err := parseTaint(s)
+		if err != nil {
+			return nil, fmt.Errorf("--taint %q: %w", s, err)
+		}
+		c.Taints = append(c.Taints, t)
+	}
+	for _, s := range n.hosts {
+		name, ip, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, fmt.Errorf("--extra-host %q: want name=ip", s)
+		}
+		c.ExtraHosts = append(c.ExtraHosts, corev1.HostAlias{IP: ip, Hostnames: []string{name}})
+	}
+	for _, s := range n.args {
+		name, value, _ := strings.Cut(s, "=")
+		c.KubeletExtraArgs = append(c.KubeletExtraArgs, kubeadmv1.Arg{Name: strings.TrimLeft(name, "-"), Value: value})
+	}
+	c.Timeouts.Discovery = duration(n.discoveryTimeout)
+	c.Timeouts.NodeReady = duration(n.readyTimeout)
+	return c, nil
+}
+
+func parseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, errors.New("want key[=value]:Effect")
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
+}
+
+func runJoin(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("joiner join", flag.ContinueOnError)
+	paths := config.DefaultPaths()
+	var nf nodeFlags
+	var configFile string
+	var service bool
+	fs.StringVar(&configFile, "config", "", "join configuration `file` (default: "+paths.Config+" merged with the join seed disc labelled "+config.SeedLabel+")")
+	fs.StringVar(&paths.Log, "log-file", paths.Log, "also log to this `file`")
+	fs.BoolVar(&service, "windows-service", false, "run under the Windows service control manager (the first-boot service)")
+	nf.register(fs, true)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: joiner join [flags]\n\nJoins this machine to the cluster with kubeadm, waits for its Node to be Ready,\nthen removes the token from disk. Running it again on a joined node changes nothing.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	overrides, err := nf.config()
+	if err != nil {
+		return err
+	}
+	do := func(ctx context.Context) error {
+		logw := stderr
+		if paths.Log != "" {
+			if err := os.MkdirAll(filepath.Dir(paths.Log), 0o755); err == nil {
+				if f, err := os.OpenFile(paths.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+					defer f.Close()
+					logw = io.MultiWriter(stderr, timestamped{f})
+				}
+			}
+		}
+		err := join.Run(ctx, join.Options{ConfigFile: configFile, Overrides: overrides, Paths: paths, Log: logw})
+		if err != nil {
+			fmt.Fprintf(logw, "joiner join failed: %v\n", err)
+		}
+		return err
+	}
+	if service {
+		return runAsService(do)
+	}
+	return do(ctx)
+}
+
+// timestamped prefixes each write (a line of progress) with the time.
+type timestamped struct{ w io.Writer }
+
+func (t timestamped) Write(p []byte) (int, error) {
+	if _, err := fmt.Fprintf(t.w, "%s %s", time.Now().UTC().Format(time.RFC3339), p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func adminClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the admin kubeconfig (--kubeconfig or $KUBECONFIG): %w", err)
+	}
+	rc.Timeout = 15 * time.Second
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := dynamic.NewForConfig(rc)
+	return c, d, err
+}
+
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("joiner token", flag.ContinueOnError)
+	var nf nodeFlags
+	var kubeconfig, out, seed, description string
+	var ttl, signed time.Duration
+	usages := multi(token.DefaultUsages)
+	groups := multi(token.DefaultGroups)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
+	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime (0: never expires)")
+	fs.Var(&usages, "usages", "token `usages` (comma-separated)")
+	fs.Var(&groups, "groups", "extra `groups` the token authenticates as (comma-separated)")
+	fs.StringVar(&description, "description", "kubenode joiner", "token description")
+	fs.StringVar(&out, "output", "", "write the node's join configuration to this `file` (mode 0600); - for stdout")
+	fs.StringVar(&seed, "seed-iso", "", "write a join seed disc (ISO, label "+config.SeedLabel+") to this `file`")
+	fs.DurationVar(&signed, "wait-signed", time.Minute, "how long to wait for cluster-info to be signed for the new token")
+	nf.register(fs, false)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if out == "" && seed == "" {
+		fmt.Fprintln(stderr, "give --output FILE and/or --seed-iso FILE")
+		fs.Usage()
+		return errUsage
+	}
+	node, err := nf.config()
+	if err != nil {
+		return err
+	}
+	client, _, err := adminClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg, err := token.Create(ctx, client, token.Options{
+		TTL: ttl, Usages: usages.split(), Groups: groups.split(), Description: description,
+		Node: node, SignedTimeout: signed, Log: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if out == "-" {
+		data, err := cfg.Marshal()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(data)
+		return err
+	}
+	if out != "" {
+		if err := cfg.WriteFile(out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "[token] wrote %s\n", out)
+	}
+	if seed != "" {
+		if err := token.WriteSeed(seed, cfg); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "[token] wrote seed disc %s (label %s): attach it to the node before its first boot\n", seed, config.SeedLabel)
+	}
+	return nil
+}
+
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("joiner doctor", flag.ContinueOnError)
+	var kubeconfig, node string
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
+	fs.StringVar(&node, "node", "", "also explain this `node` (is it registered, why is it NotReady)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, kube-proxy and a CNI for Windows. Exits 1 when a check fails.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	client, dyn, err := adminClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node})) {
+		return errors.New("some checks failed; see the fixes above")
+	}
+	return nil
+}

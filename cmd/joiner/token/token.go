@@ -1,0 +1,175 @@
+// Package token is `joiner token`, run on the control-plane side with an
+// admin kubeconfig: it creates a bootstrap token, reads the CA pin from
+// kube-public/cluster-info once the token has signed it, and writes the
+// node's join configuration, or a seed disc holding it.
+package token
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	jws "k8s.io/cluster-bootstrap/token/jws"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+)
+
+// Options of a token run.
+type Options struct {
+	TTL         time.Duration
+	Usages      []string
+	Groups      []string
+	Description string
+	// Node is the rest of the join configuration (endpoint, name, labels,
+	// ...); the token and the CA hashes are filled in.
+	Node *config.Config
+	// SignedTimeout bounds the wait for the bootstrapsigner to sign
+	// cluster-info with the new token.
+	SignedTimeout time.Duration
+	Interval      time.Duration
+	Log           io.Writer
+}
+
+// Defaults as kubeadm's `token create`.
+var (
+	DefaultUsages = []string{"signing", "authentication"}
+	DefaultGroups = []string{"system:bootstrappers:kubeadm:default-node-token"}
+)
+
+// Create makes a bootstrap token and returns the node's join
+// configuration with the token and the CA pin.
+func Create(ctx context.Context, client kubernetes.Interface, o Options) (*config.Config, error) {
+	if o.Interval == 0 {
+		o.Interval = time.Second
+	}
+	if err := bootstraputil.ValidateUsages(o.Usages); err != nil {
+		return nil, fmt.Errorf("--usages: %w", err)
+	}
+	for _, g := range o.Groups {
+		if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
+			return nil, fmt.Errorf("--groups: %w", err)
+		}
+	}
+	cfg := o.Node
+	if cfg == nil {
+		cfg = config.New()
+	}
+	var tok *bootstraptokenv1.BootstrapTokenString
+	for {
+		raw, err := bootstraputil.GenerateBootstrapToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok, err = bootstraptokenv1.NewBootstrapTokenString(raw); err != nil {
+			return nil, err
+		}
+		bt := &bootstraptokenv1.BootstrapToken{
+			Token:       tok,
+			Description: o.Description,
+			TTL:         &metav1.Duration{Duration: o.TTL},
+			Usages:      o.Usages,
+			Groups:      o.Groups,
+		}
+		_, err = client.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, bootstraptokenv1.BootstrapTokenToSecret(bt), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue // the same random ID twice: draw again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating the bootstrap token secret: %w", err)
+		}
+		break
+	}
+	fmt.Fprintf(o.Log, "[token] created bootstrap token %s (ttl %s)\n", tok.ID, o.TTL)
+
+	server, hashes, err := waitSigned(ctx, client, tok, o)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Token = tok.String()
+	cfg.CACertHashes = hashes
+	if cfg.APIServerEndpoint == "" {
+		u, err := url.Parse(server)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("cluster-info names the API server %q: pass --api-server-endpoint", server)
+		}
+		cfg.APIServerEndpoint = u.Host
+	}
+	return cfg, nil
+}
+
+// waitSigned waits until cluster-info carries a valid signature for the
+// token (the bootstrapsigner controller adds it), then returns the
+// server it names and the CA pins.
+func waitSigned(ctx context.Context, client kubernetes.Interface, tok *bootstraptokenv1.BootstrapTokenString, o Options) (string, []string, error) {
+	var server string
+	var hashes []string
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, o.Interval, o.SignedTimeout, true, func(ctx context.Context) (bool, error) {
+		cm, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+		if err != nil {
+			last = fmt.Errorf("reading kube-public/cluster-info: %w", err)
+			return false, nil
+		}
+		kubeconfig := cm.Data[bootstrapapi.KubeConfigKey]
+		sig, ok := cm.Data[bootstrapapi.JWSSignatureKeyPrefix+tok.ID]
+		if !ok {
+			last = fmt.Errorf("cluster-info has no signature for token %s yet", tok.ID)
+			return false, nil
+		}
+		if !jws.DetachedTokenIsValid(sig, kubeconfig, tok.ID, tok.Secret) {
+			return false, fmt.Errorf("cluster-info's signature for token %s does not verify", tok.ID)
+		}
+		kc, err := clientcmd.Load([]byte(kubeconfig))
+		if err != nil {
+			return false, fmt.Errorf("cluster-info holds no valid kubeconfig: %w", err)
+		}
+		for _, c := range kc.Clusters {
+			server = c.Server
+			certs, err := certutil.ParseCertsPEM(c.CertificateAuthorityData)
+			if err != nil {
+				return false, fmt.Errorf("cluster-info's CA: %w", err)
+			}
+			for _, cert := range certs {
+				hashes = append(hashes, pubkeypin.Hash(cert))
+			}
+			break
+		}
+		if len(hashes) == 0 {
+			return false, errors.New("cluster-info holds no CA certificate")
+		}
+		return true, nil
+	})
+	if err != nil {
+		if last != nil {
+			err = last
+		}
+		return "", nil, fmt.Errorf("%w after %s: is the bootstrapsigner controller running? (kube-controller-manager --controllers=*,bootstrapsigner,tokencleaner; `joiner doctor` checks)", err, o.SignedTimeout)
+	}
+	return server, hashes, nil
+}
+
+// WriteSeed writes cfg as joiner.yaml on an ISO 9660 disc labelled
+// config.SeedLabel, which the joiner finds at first boot.
+func WriteSeed(path string, cfg *config.Config) error {
+	data, err := cfg.Marshal()
+	if err != nil {
+		return err
+	}
+	return autounattend.WriteISOFile(path, autounattend.Disc{
+		Label: config.SeedLabel,
+		Files: []autounattend.File{{Name: config.FileName, Data: data}},
+	})
+}

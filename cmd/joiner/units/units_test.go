@@ -1,0 +1,67 @@
+package units
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCommandLineQuoting(t *testing.T) {
+	// Expected forms follow Microsoft's "Parsing C++ command-line arguments"
+	// rules, which CommandLineToArgvW (the service manager's parser) uses.
+	for in, want := range map[string]string{
+		`C:\k\kubelet.exe`:      `C:\k\kubelet.exe`,
+		`a b c`:                 `"a b c"`,
+		`ab"c`:                  `"ab\"c"`,
+		`a\\b c`:                `"a\\b c"`,
+		`a\"b`:                  `"a\\\"b"`,
+		`C:\Program Files\`:     `"C:\Program Files\\"`,
+		``:                      `""`,
+		`--resolv-conf=`:        `--resolv-conf=`,
+		`--node-labels=a=b,c=d`: `--node-labels=a=b,c=d`,
+	} {
+		assert.Equal(t, want, CommandLine([]string{in}), "quoting %q", in)
+	}
+	assert.Equal(t, `C:\k\kube-log-runner.exe "--log-file=C:/var/log/a b.log"`,
+		CommandLine([]string{`C:\k\kube-log-runner.exe`, "--log-file=C:/var/log/a b.log"}))
+}
+
+func TestParseKubeadmFlags(t *testing.T) {
+	env := "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --hostname-override=win-1 --node-labels=kubenode.io/os=windows --pod-infra-container-image=registry.k8s.io/pause:3.10\"\r\n"
+	flags, err := ParseKubeadmFlags(env)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd",
+		"--hostname-override=win-1",
+		"--node-labels=kubenode.io/os=windows",
+		"--pod-infra-container-image=registry.k8s.io/pause:3.10",
+	}, flags)
+
+	_, err = ParseKubeadmFlags("# nothing\n")
+	require.ErrorContains(t, err, "KUBELET_KUBEADM_ARGS")
+}
+
+func TestWithKubeletFlagsReplacesInPlaceAndAppends(t *testing.T) {
+	base := WindowsKubeletArgs()
+	got := WithKubeletFlags(base, "--container-runtime-endpoint=npipe:////./pipe/other", "--node-labels=a.example/x=y", "--v=2")
+	require.Len(t, got, len(base)+2)
+	assert.Equal(t, base[:3], got[:3], "kube-log-runner and its --log-file are not kubelet flags")
+	assert.Contains(t, got, "--container-runtime-endpoint=npipe:////./pipe/other")
+	assert.NotContains(t, got, "--container-runtime-endpoint="+WindowsCRIEndpoint)
+	assert.Equal(t, []string{"--node-labels=a.example/x=y", "--v=2"}, got[len(base):])
+	// --log-file before kubelet.exe belongs to kube-log-runner: a kubelet
+	// --log-file is a new flag, not a replacement.
+	got = WithKubeletFlags(base, "--log-file=C:/other.log")
+	assert.Equal(t, "--log-file="+WindowsKubeletLog, got[1])
+	assert.Equal(t, "--log-file=C:/other.log", got[len(got)-1])
+}
+
+func TestSystemdUnitRunsUntilJoined(t *testing.T) {
+	unit := SystemdUnit("/etc/kubernetes/kubelet.conf")
+	assert.Contains(t, unit, "ConditionPathExists=!/etc/kubernetes/kubelet.conf\n")
+	assert.Contains(t, unit, "ExecStart="+LinuxJoinerPath+" join\n")
+	assert.Contains(t, unit, "Type=oneshot\n")
+	assert.True(t, strings.HasSuffix(unit, "WantedBy=multi-user.target\n"))
+}
