@@ -165,31 +165,20 @@ func setDuration(d **metav1.Duration, def time.Duration) {
 }
 
 // Validate reports every problem at once, each under its YAML key.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(true) }
+
+// ValidateNode validates all but the join credentials (endpoint, token, CA
+// pins), which a node that has joined no longer holds.
+func (c *Config) ValidateNode() error { return c.validate(false) }
+
+func (c *Config) validate(credentials bool) error {
 	var errs field.ErrorList
 	root := field.NewPath("")
 	key := func(name string) *field.Path { return root.Child(name) }
+	if credentials {
+		errs = c.validateCredentials(key)
+	}
 
-	if c.APIServerEndpoint == "" {
-		errs = append(errs, field.Required(key("apiServerEndpoint"), "host:port of the API server, e.g. 10.0.2.2:6443"))
-	} else if msg := checkHostPort(c.APIServerEndpoint); msg != "" {
-		errs = append(errs, field.Invalid(key("apiServerEndpoint"), c.APIServerEndpoint, msg))
-	}
-	switch {
-	case c.Token == "":
-		errs = append(errs, field.Required(key("token"), "a bootstrap token (`joiner token` or `kubeadm token create` makes one)"))
-	case !bootstraputil.IsValidBootstrapToken(c.Token):
-		errs = append(errs, field.Invalid(key("token"), "<redacted>", "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
-	}
-	if len(c.CACertHashes) == 0 && !c.UnsafeSkipCAVerification {
-		errs = append(errs, field.Required(key("caCertHashes"),
-			"pin the cluster CA (sha256:<hex>, printed by `joiner token`); unsafeSkipCAVerification: true joins without it, insecurely"))
-	}
-	for i, h := range c.CACertHashes {
-		if err := pubkeypin.NewSet().Allow(h); err != nil {
-			errs = append(errs, field.Invalid(key("caCertHashes").Index(i), h, err.Error()))
-		}
-	}
 	if c.NodeName == "" {
 		errs = append(errs, field.Required(key("nodeName"), "the host name is empty"))
 	}
@@ -231,6 +220,31 @@ func (c *Config) Validate() error {
 	}
 	slices.SortStableFunc(errs, func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
 	return errs.ToAggregate()
+}
+
+func (c *Config) validateCredentials(key func(string) *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.APIServerEndpoint == "" {
+		errs = append(errs, field.Required(key("apiServerEndpoint"), "host:port of the API server, e.g. 10.0.2.2:6443"))
+	} else if msg := checkHostPort(c.APIServerEndpoint); msg != "" {
+		errs = append(errs, field.Invalid(key("apiServerEndpoint"), c.APIServerEndpoint, msg))
+	}
+	switch {
+	case c.Token == "":
+		errs = append(errs, field.Required(key("token"), "a bootstrap token (`joiner token` or `kubeadm token create` makes one)"))
+	case !bootstraputil.IsValidBootstrapToken(c.Token):
+		errs = append(errs, field.Invalid(key("token"), "<redacted>", "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
+	}
+	if len(c.CACertHashes) == 0 && !c.UnsafeSkipCAVerification {
+		errs = append(errs, field.Required(key("caCertHashes"),
+			"pin the cluster CA (sha256:<hex>, printed by `joiner token`); unsafeSkipCAVerification: true joins without it, insecurely"))
+	}
+	for i, h := range c.CACertHashes {
+		if err := pubkeypin.NewSet().Allow(h); err != nil {
+			errs = append(errs, field.Invalid(key("caCertHashes").Index(i), h, err.Error()))
+		}
+	}
+	return errs
 }
 
 func checkHostPort(hp string) string {

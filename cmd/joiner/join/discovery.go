@@ -11,8 +11,8 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/version"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -166,4 +166,3 @@ func CheckSkew(component, have string, server *version.Info, lo, hi int) error {
 	}
 	return nil
 }
-

@@ -43,10 +43,12 @@ func loadConfig(ctx context.Context, d *data) error {
 		case !errors.Is(err, os.ErrNotExist):
 			return err
 		}
-		if cfg.Token == "" && (o.Overrides == nil || o.Overrides.Token == "") {
+		if cfg.Token == "" && (o.Overrides == nil || o.Overrides.Token == "") && !exists(o.Paths.KubeletConf) {
 			timeout := config.DefaultSeedTimeout
-			if cfg.Timeouts.Seed != nil {
-				timeout = cfg.Timeouts.Seed.Duration
+			for _, layer := range []*config.Config{cfg, o.Overrides} {
+				if layer != nil && layer.Timeouts.Seed != nil {
+					timeout = layer.Timeouts.Seed.Duration
+				}
 			}
 			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)\n", timeout, config.SeedLabel)
 			seed, where, err := config.FindSeed(ctx, o.Paths, timeout)
@@ -74,7 +76,12 @@ func loadConfig(ctx context.Context, d *data) error {
 		return fmt.Errorf("reading the host name: %w", err)
 	}
 	cfg.SetDefaults(host, config.DefaultCRISocket)
-	if err := cfg.Validate(); err != nil {
+	// A joined node has no token left: check the rest.
+	validate := cfg.Validate
+	if exists(o.Paths.KubeletConf) {
+		validate = cfg.ValidateNode
+	}
+	if err := validate(); err != nil {
 		return fmt.Errorf("the join configuration (from %s) is invalid: %w", strings.Join(d.sources, ", "), err)
 	}
 	d.cfg = cfg
@@ -83,6 +90,11 @@ func loadConfig(ctx context.Context, d *data) error {
 		fmt.Fprintf(o.Log, "[config] WARNING: unsafeSkipCAVerification is set: the cluster CA is NOT pinned, and whoever answers on %s can take this node.\n", cfg.APIServerEndpoint)
 	}
 	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // checkJoined: kubelet.conf exists and the API server knows this Node.

@@ -1,0 +1,159 @@
+package config_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func valid(t *testing.T) *config.Config {
+	c := config.New()
+	require.NoError(t, c.Merge("test", []byte(`
+apiVersion: joiner.kubenode.io/v1alpha1
+kind: JoinerConfiguration
+apiServerEndpoint: 10.0.2.2:6443
+token: `+jointest.Token+`
+caCertHashes: ["sha256:`+sixtyFour+`"]
+labels: {example.com/role: lab}
+`)))
+	c.SetDefaults("Node-1", config.DefaultCRISocket)
+	return c
+}
+
+const sixtyFour = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestValidConfig(t *testing.T) {
+	c := valid(t)
+	require.NoError(t, c.Validate())
+	assert.Equal(t, "node-1", c.NodeName, "the host name, lowercased")
+	assert.Equal(t, config.DefaultDiscoveryTimeout, c.Timeouts.Discovery.Duration)
+}
+
+func TestValidateReportsEveryProblemByKey(t *testing.T) {
+	c := config.New()
+	require.NoError(t, c.Merge("bad", []byte(`
+apiServerEndpoint: "10.0.2.2"
+token: "not-a-token"
+caCertHashes: ["md5:abc"]
+nodeName: "Bad_Name"
+labels: {node-role.kubernetes.io/worker: "", example.com/ok: "yes"}
+taints: [{key: dedicated, value: win, effect: Sometimes}]
+extraHosts: [{ip: "not-an-ip", hostnames: ["kind-control-plane"]}]
+criSocket: "/run/containerd/containerd.sock"
+kubeletExtraArgs: [{name: "--v", value: "2"}, {name: node-labels, value: a=b}]
+timeouts: {nodeReady: -1s}
+`)))
+	err := c.Validate()
+	require.Error(t, err)
+	for _, want := range []string{
+		"apiServerEndpoint: Invalid value: \"10.0.2.2\": must be host:port",
+		"token: Invalid value: \"<redacted>\"",
+		"caCertHashes[0]: Invalid value: \"md5:abc\"",
+		"nodeName: Invalid value: \"Bad_Name\"",
+		"labels[node-role.kubernetes.io/worker]: Forbidden: the NodeRestriction admission plugin",
+		"taints[0].effect: Unsupported value: \"Sometimes\"",
+		"extraHosts[0].ip: Invalid value: \"not-an-ip\"",
+		"criSocket: Invalid value: \"/run/containerd/containerd.sock\": must be a unix:// or npipe:// URL",
+		"kubeletExtraArgs[0].name: Invalid value: \"--v\"",
+		"kubeletExtraArgs[1].name: Forbidden: use labels / taints instead of node-labels",
+		"timeouts.nodeReady: Invalid value: \"-1s\": must be positive",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "example.com/ok", "a label in the user's own namespace is fine")
+	assert.NotContains(t, err.Error(), "0123456789abcdef", "the token never appears in errors")
+}
+
+func TestMissingCredentialsSayWhereToGetThem(t *testing.T) {
+	c := config.New()
+	c.SetDefaults("node", config.DefaultCRISocket)
+	err := c.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apiServerEndpoint: Required value")
+	assert.Contains(t, err.Error(), "token: Required value: a bootstrap token (`joiner token`")
+	assert.Contains(t, err.Error(), "caCertHashes: Required value: pin the cluster CA")
+
+	c.UnsafeSkipCAVerification = true
+	assert.NotContains(t, c.Validate().Error(), "caCertHashes", "skipping the pin is allowed when asked for explicitly")
+}
+
+func TestMergeLayers(t *testing.T) {
+	c := config.New()
+	require.NoError(t, c.Merge("image", []byte(`
+labels: {example.com/os: linux, example.com/pool: a}
+kubeletExtraArgs: [{name: v, value: "2"}]
+criSocket: unix:///run/containerd/containerd.sock
+`)))
+	require.NoError(t, c.Merge("seed", []byte(`
+token: `+jointest.Token+`
+labels: {example.com/pool: b}
+kubeletExtraArgs: [{name: max-pods, value: "50"}]
+`)))
+	assert.Equal(t, map[string]string{"example.com/os": "linux", "example.com/pool": "b"}, c.Labels, "labels merge key by key")
+	assert.Equal(t, "max-pods", c.KubeletExtraArgs[0].Name, "lists are replaced")
+	assert.Len(t, c.KubeletExtraArgs, 1)
+	assert.Equal(t, "unix:///run/containerd/containerd.sock", c.CRISocket, "keys a later layer leaves out stay")
+	assert.Equal(t, jointest.Token, c.Token)
+}
+
+func TestMergeRejectsUnknownKeysAndOtherKinds(t *testing.T) {
+	c := config.New()
+	err := c.Merge("seed.yaml", []byte("tokn: x\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "seed.yaml")
+	assert.Contains(t, err.Error(), `unknown field "tokn"`)
+
+	err = c.Merge("kubeadm.yaml", []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want apiVersion joiner.kubenode.io/v1alpha1, kind JoinerConfiguration")
+}
+
+func TestWriteFileIsPrivateAndRoundTrips(t *testing.T) {
+	c := valid(t)
+	path := filepath.Join(t.TempDir(), "etc", "joiner.yaml")
+	require.NoError(t, c.WriteFile(path))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	back := config.New()
+	require.NoError(t, back.MergeFile(path))
+	assert.Equal(t, c.Token, back.Token)
+	assert.Equal(t, c.Labels, back.Labels)
+	assert.Equal(t, "abcdef.<redacted>", c.Redacted().Token)
+}
+
+func TestFindSeedOnADeviceThatAppearsLate(t *testing.T) {
+	dir := t.TempDir()
+	config.SeedPollInterval = 20 * time.Millisecond
+	// A disk that is not ISO 9660 and a disc with another label are passed over.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vda"), make([]byte, 64<<10), 0o600))
+	require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: "cidata",
+		Files: []autounattend.File{{Name: "user-data", Data: []byte("#cloud-config\n")}}}))
+	p := config.Paths{SeedDevices: []string{filepath.Join(dir, "vd*"), filepath.Join(dir, "sr*")}}
+
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = autounattend.WriteISOFile(filepath.Join(dir, "sr1"), autounattend.Disc{Label: config.SeedLabel,
+			Files: []autounattend.File{{Name: config.FileName, Data: []byte("token: " + jointest.Token + "\n")}}})
+	}()
+	data, where, err := config.FindSeed(context.Background(), p, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "sr1"), where)
+	assert.Equal(t, "token: "+jointest.Token+"\n", string(data))
+}
+
+func TestFindSeedTimesOutNamingTheLabel(t *testing.T) {
+	config.SeedPollInterval = 10 * time.Millisecond
+	_, _, err := config.FindSeed(context.Background(), config.Paths{SeedDevices: []string{filepath.Join(t.TempDir(), "sr*")}}, 50*time.Millisecond)
+	require.ErrorIs(t, err, config.ErrNoSeed)
+	assert.Contains(t, err.Error(), "labelled KUBENODE_JOIN holding joiner.yaml")
+	assert.Contains(t, err.Error(), "--config")
+}

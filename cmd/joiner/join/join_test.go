@@ -1,0 +1,298 @@
+package join_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"sigs.k8s.io/yaml"
+)
+
+// fakeHost stands for the machine: kubeadm join "succeeds" by writing
+// kubelet.conf and registering a Ready Node in the fake cluster.
+type fakeHost struct {
+	mu        sync.Mutex
+	t         *testing.T
+	paths     config.Paths
+	client    *fake.Clientset
+	calls     []string
+	joinFails bool
+	notReady  string // the kubelet reports NotReady with this message
+	// kubeadmConfigMode is the mode of kubeadm's config when kubeadm ran.
+	kubeadmConfigMode os.FileMode
+	kubeadmConfig     []byte
+	prepared, applied []string
+	flagsEnv          string
+}
+
+func (h *fakeHost) record(s string) { h.mu.Lock(); h.calls = append(h.calls, s); h.mu.Unlock() }
+
+func (h *fakeHost) Preflight(*config.Config) error        { h.record("preflight"); return nil }
+func (h *fakeHost) DialCRI(context.Context, string) error { h.record("dial-cri"); return nil }
+func (h *fakeHost) DisableFirstBoot() error               { h.record("disable-first-boot"); return nil }
+func (h *fakeHost) PrepareKubelet(_ context.Context, f []string) error {
+	h.record("prepare-kubelet")
+	h.prepared = f
+	return nil
+}
+func (h *fakeHost) RestartKubelet(_ context.Context, f []string) error {
+	h.record("restart-kubelet")
+	h.applied = f
+	return nil
+}
+
+func (h *fakeHost) Output(_ context.Context, _ []string, path string, args ...string) (string, error) {
+	h.record(path + " " + strings.Join(args, " "))
+	if path == "kubelet" {
+		return "Kubernetes v1.33.13", nil
+	}
+	return "v1.33.13", nil
+}
+
+func (h *fakeHost) Run(_ context.Context, _ []string, w io.Writer, path string, args ...string) error {
+	h.record(path + " " + strings.Join(args, " "))
+	fi, err := os.Stat(h.paths.KubeadmConfig)
+	require.NoError(h.t, err, "kubeadm runs with its config on disk")
+	h.kubeadmConfigMode = fi.Mode().Perm()
+	h.kubeadmConfig, _ = os.ReadFile(h.paths.KubeadmConfig)
+	fmt.Fprintln(w, "[preflight] Running pre-flight checks")
+	if h.joinFails {
+		fmt.Fprintln(w, "error execution phase kubelet-start: timed out waiting for the condition")
+		return fmt.Errorf("exit status 1")
+	}
+	var jc kubeadmv1.JoinConfiguration
+	require.NoError(h.t, yaml.Unmarshal(h.kubeadmConfig, &jc))
+	require.NoError(h.t, os.WriteFile(h.paths.KubeletConf, []byte(kubeletConf), 0o600))
+	if h.flagsEnv != "" {
+		require.NoError(h.t, os.WriteFile(h.paths.KubeadmFlags, []byte(h.flagsEnv), 0o644))
+	}
+	labels := map[string]string{}
+	for _, a := range jc.NodeRegistration.KubeletExtraArgs {
+		if a.Name == "node-labels" {
+			for _, kv := range strings.Split(a.Value, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				labels[k] = v
+			}
+		}
+	}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}
+	if h.notReady != "" {
+		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: h.notReady}
+	}
+	_, err = h.client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: jc.NodeRegistration.Name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: jc.NodeRegistration.Taints},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+const kubeletConf = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.0.2.2:6443"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {}}]
+`
+
+type env struct {
+	paths  config.Paths
+	client *fake.Clientset
+	host   *fakeHost
+	ca     jointest.CA
+	log    bytes.Buffer
+	opts   join.Options
+}
+
+func newEnv(t *testing.T, seedConfig string) *env {
+	dir := t.TempDir()
+	e := &env{ca: jointest.NewCA(t)}
+	e.paths = config.Paths{
+		Config:        filepath.Join(dir, "etc/kubenode/joiner.yaml"),
+		KubeadmConfig: filepath.Join(dir, "etc/kubenode/kubeadm-join.yaml"),
+		KubeletConf:   filepath.Join(dir, "kubelet.conf"),
+		KubeadmFlags:  filepath.Join(dir, "kubeadm-flags.env"),
+		Hosts:         filepath.Join(dir, "hosts"),
+	}
+	require.NoError(t, os.WriteFile(e.paths.Hosts, []byte("127.0.0.1 localhost\n"), 0o644))
+	e.client = fake.NewClientset(jointest.ClusterInfo(t, e.ca, "https://10.0.2.2:6443", jointest.Token))
+	e.client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.33.13", Major: "1", Minor: "33"}
+	e.host = &fakeHost{t: t, paths: e.paths, client: e.client}
+	require.NoError(t, os.MkdirAll(filepath.Dir(e.paths.Config), 0o755))
+	require.NoError(t, os.WriteFile(e.paths.Config, []byte(strings.ReplaceAll(seedConfig, "HASH", e.ca.Hash())), 0o600))
+	e.opts = join.Options{
+		Paths: e.paths, Log: &e.log, Host: e.host, Interval: 10 * time.Millisecond,
+		Hostname:  func() (string, error) { return "Win-Node-1", nil },
+		NewClient: func(*rest.Config) (kubernetes.Interface, error) { return e.client, nil },
+	}
+	return e
+}
+
+const goodConfig = `
+apiServerEndpoint: 10.0.2.2:6443
+token: abcdef.0123456789abcdef
+caCertHashes: [HASH]
+labels: {example.com/pool: lab}
+taints: [{key: os, value: windows, effect: NoSchedule}]
+extraHosts: [{ip: 192.168.122.1, hostnames: [kind-control-plane]}]
+kubeletExtraArgs: [{name: v, value: "2"}]
+timeouts: {discovery: 1s, nodeReady: 1s, seed: 1s}
+`
+
+func TestJoinEndToEndOnFakes(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+
+	assert.Equal(t, []string{
+		"dial-cri", "preflight", "kubelet --version", "kubeadm version -o short",
+		"prepare-kubelet", "kubeadm join --config " + e.paths.KubeadmConfig, "restart-kubelet", "disable-first-boot",
+	}, e.host.calls)
+	assert.Equal(t, os.FileMode(0o600), e.host.kubeadmConfigMode, "kubeadm's config holds the token")
+
+	var jc kubeadmv1.JoinConfiguration
+	require.NoError(t, yaml.Unmarshal(e.host.kubeadmConfig, &jc))
+	assert.Equal(t, "kubeadm.k8s.io/v1beta4", jc.APIVersion)
+	assert.Equal(t, "JoinConfiguration", jc.Kind)
+	assert.Equal(t, "win-node-1", jc.NodeRegistration.Name)
+	assert.Equal(t, []string{e.ca.Hash()}, jc.Discovery.BootstrapToken.CACertHashes)
+	assert.False(t, jc.Discovery.BootstrapToken.UnsafeSkipCAVerification)
+	assert.Equal(t, jointest.Token, jc.Discovery.BootstrapToken.Token)
+	assert.Equal(t, []kubeadmv1.Arg{{Name: "v", Value: "2"}, {Name: "node-labels", Value: "example.com/pool=lab"}}, jc.NodeRegistration.KubeletExtraArgs)
+	assert.Equal(t, "os=windows:NoSchedule", jc.NodeRegistration.Taints[0].ToString())
+
+	hosts, _ := os.ReadFile(e.paths.Hosts)
+	assert.Equal(t, "127.0.0.1 localhost\n# BEGIN kubenode-joiner extraHosts\n192.168.122.1 kind-control-plane\n# END kubenode-joiner extraHosts\n", string(hosts))
+
+	_, err := os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, err, os.ErrNotExist, "kubeadm's config (with the token) is removed")
+	cfg, _ := os.ReadFile(e.paths.Config)
+	assert.NotContains(t, string(cfg), "0123456789abcdef", "the token is scrubbed from the config file")
+	assert.Contains(t, string(cfg), "example.com/pool", "the rest of the config stays")
+	fi, _ := os.Stat(e.paths.Config)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	assert.Equal(t, []string{"--hostname-override=win-node-1", "--node-labels=example.com/pool=lab", "--register-with-taints=os=windows:NoSchedule", "--v=2"}, e.host.prepared)
+	assert.Contains(t, e.log.String(), "node win-node-1 joined the cluster and is Ready")
+	assert.Contains(t, e.log.String(), "[discovery] cluster-info signed for token abcdef")
+
+	// Again: already a member, nothing runs, nothing changes.
+	before := len(e.host.calls)
+	e.log.Reset()
+	require.NoError(t, join.Run(context.Background(), e.opts))
+	assert.Len(t, e.host.calls, before, "a second join runs nothing on the host")
+	assert.Contains(t, e.log.String(), "already a member")
+	after, _ := os.ReadFile(e.paths.Hosts)
+	assert.Equal(t, hosts, after)
+}
+
+func TestKubeletServiceGetsKubeadmFlagsThenOurs(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.host.flagsEnv = "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --pod-infra-container-image=registry.k8s.io/pause:3.10\"\n"
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+	assert.Equal(t, []string{
+		"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd", "--pod-infra-container-image=registry.k8s.io/pause:3.10",
+		"--hostname-override=win-node-1", "--node-labels=example.com/pool=lab", "--register-with-taints=os=windows:NoSchedule", "--v=2",
+	}, e.host.applied)
+}
+
+func TestWrongCAHashIsRefusedBeforeAnythingIsWritten(t *testing.T) {
+	e := newEnv(t, strings.Replace(goodConfig, "HASH", "sha256:"+strings.Repeat("0", 64), 1))
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "phase discovery: the cluster's CA is "+e.ca.Hash()+", which is not in caCertHashes")
+	assert.Contains(t, err.Error(), "nothing was written to this node")
+	assert.Empty(t, e.host.calls, "kubeadm never ran")
+	_, statErr := os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
+}
+
+func TestUnsignedTokenFailsAfterDiscoveryTimeout(t *testing.T) {
+	e := newEnv(t, strings.Replace(goodConfig, "abcdef.0123456789abcdef", "zzzzzz.0123456789abcdef", 1))
+	start := time.Now()
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Contains(t, err.Error(), "phase discovery: gave up after 1s")
+	assert.Contains(t, err.Error(), "no jws-kubeconfig-zzzzzz key; the token does not exist, has expired or was deleted")
+	assert.Empty(t, e.host.calls)
+	_, statErr := os.Stat(e.paths.KubeletConf)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
+}
+
+func TestWrongTokenSecretIsPermanent(t *testing.T) {
+	e := newEnv(t, strings.Replace(goodConfig, "abcdef.0123456789abcdef", "abcdef.ffffffffffffffff", 1))
+	e.opts.Interval = time.Hour // a retry would hang the test: the error must be final
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "signature for token abcdef does not verify")
+}
+
+func TestKubeadmFailureShowsItsOutputAndRemovesTheToken(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.host.joinFails = true
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "phase kubeadm-join: `kubeadm join --config")
+	assert.Contains(t, err.Error(), "error execution phase kubelet-start: timed out")
+	assert.Contains(t, err.Error(), "run `kubeadm reset -f`, then run the joiner again")
+	_, statErr := os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
+}
+
+func TestNodeNotReadyTimesOutWithItsConditions(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.host.notReady = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "phase node-ready: Node win-node-1 is not Ready after 1s (Ready=False (KubeletNotReady: container runtime network not ready")
+	assert.Contains(t, err.Error(), "joiner doctor --node win-node-1")
+}
+
+func TestConfigFromSeedWhenTheImageHasNoToken(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\n")
+	e.opts.Paths.SeedDevices = []string{filepath.Join(t.TempDir(), "sr*")}
+	config.SeedPollInterval = 10 * time.Millisecond
+	e.opts.Overrides = config.New()
+	e.opts.Overrides.Timeouts.Seed = &metav1.Duration{Duration: 30 * time.Millisecond}
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "phase config: no join seed disc found")
+}
+
+func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {
+	entries := []corev1.HostAlias{{IP: "10.0.2.2", Hostnames: []string{"cp", "cp.lab"}}}
+	in := "127.0.0.1 localhost\r\n"
+	once := join.HostsWithEntries(in, entries)
+	assert.Equal(t, "127.0.0.1 localhost\r\n# BEGIN kubenode-joiner extraHosts\r\n10.0.2.2 cp cp.lab\r\n# END kubenode-joiner extraHosts\r\n", once)
+	assert.Equal(t, once, join.HostsWithEntries(once, entries))
+	assert.Equal(t, in, join.HostsWithEntries(once, nil), "no entries: the block goes")
+}
+
+func TestCheckSkew(t *testing.T) {
+	server := &version.Info{GitVersion: "v1.33.13"}
+	require.NoError(t, join.CheckSkew("kubelet", "v1.30.0", server, -3, 0))
+	require.NoError(t, join.CheckSkew("kubeadm", "v1.34.1", server, 0, 1))
+	err := join.CheckSkew("kubelet", "v1.34.0", server, -3, 0)
+	require.ErrorContains(t, err, "kubelet v1.34.0 cannot join a v1.33.13 control plane (supported: minor versions -3 to +0 of it)")
+	require.Error(t, join.CheckSkew("kubelet", "v1.29.9", server, -3, 0))
+	require.ErrorContains(t, join.CheckSkew("kubeadm", "garbage", server, 0, 1), `kubeadm reports version "garbage"`)
+}

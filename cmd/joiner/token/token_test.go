@@ -1,0 +1,115 @@
+package token_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+)
+
+// signer plays the bootstrapsigner controller: once a token secret exists,
+// cluster-info reads come back signed for it.
+func signer(t *testing.T, c *fake.Clientset, ca jointest.CA) {
+	c.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != metav1.NamespacePublic {
+			return false, nil, nil
+		}
+		cm := jointest.ClusterInfo(t, ca, "https://192.168.122.10:6443")
+		secrets, _ := c.Tracker().List(corev1.SchemeGroupVersion.WithResource("secrets"), corev1.SchemeGroupVersion.WithKind("Secret"), metav1.NamespaceSystem)
+		for _, s := range secrets.(*corev1.SecretList).Items {
+			bt, err := bootstraptokenv1.BootstrapTokenFromSecret(&s)
+			require.NoError(t, err)
+			jointest.Sign(t, cm, bt.Token.String())
+		}
+		return true, cm, nil
+	})
+}
+
+func TestCreateTokenPinsTheCA(t *testing.T) {
+	ca := jointest.NewCA(t)
+	c := fake.NewClientset()
+	signer(t, c, ca)
+	node := config.New()
+	node.Labels = map[string]string{"example.com/pool": "win"}
+	cfg, err := token.Create(context.Background(), c, token.Options{
+		TTL: time.Hour, Usages: token.DefaultUsages, Groups: token.DefaultGroups, Description: "test",
+		Node: node, SignedTimeout: 5 * time.Second, Interval: 10 * time.Millisecond, Log: io.Discard,
+	})
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{ca.Hash()}, cfg.CACertHashes)
+	assert.Equal(t, "192.168.122.10:6443", cfg.APIServerEndpoint, "taken from cluster-info when not given")
+	assert.Equal(t, "win", cfg.Labels["example.com/pool"])
+
+	secrets, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, secrets.Items, 1)
+	s := secrets.Items[0]
+	assert.Equal(t, bootstrapapi.SecretTypeBootstrapToken, s.Type)
+	bt, err := bootstraptokenv1.BootstrapTokenFromSecret(&s)
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Token, bt.Token.String())
+	assert.Equal(t, []string{"authentication", "signing"}, bt.Usages)
+	assert.Equal(t, token.DefaultGroups, bt.Groups)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), bt.Expires.Time, time.Minute)
+
+	cfg.SetDefaults("node", config.DefaultCRISocket)
+	require.NoError(t, cfg.Validate(), "the output is a complete join configuration")
+}
+
+func TestCreateFailsWhenNobodySigns(t *testing.T) {
+	ca := jointest.NewCA(t)
+	c := fake.NewClientset(jointest.ClusterInfo(t, ca, "https://192.168.122.10:6443"))
+	_, err := token.Create(context.Background(), c, token.Options{
+		TTL: time.Hour, Usages: token.DefaultUsages, Groups: token.DefaultGroups,
+		SignedTimeout: 100 * time.Millisecond, Interval: 10 * time.Millisecond, Log: io.Discard,
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has no signature for token")
+	assert.Contains(t, err.Error(), "--controllers=*,bootstrapsigner,tokencleaner")
+}
+
+func TestCreateRejectsBadUsagesAndGroups(t *testing.T) {
+	_, err := token.Create(context.Background(), fake.NewClientset(), token.Options{Usages: []string{"fly"}, Log: io.Discard})
+	require.ErrorContains(t, err, "--usages")
+	_, err = token.Create(context.Background(), fake.NewClientset(), token.Options{Usages: token.DefaultUsages, Groups: []string{"admins"}, Log: io.Discard})
+	require.ErrorContains(t, err, "--groups")
+}
+
+func TestSeedDiscHoldsTheConfig(t *testing.T) {
+	cfg := config.New()
+	cfg.Token = jointest.Token
+	cfg.APIServerEndpoint = "10.0.2.2:6443"
+	path := filepath.Join(t.TempDir(), "seed.iso")
+	require.NoError(t, token.WriteSeed(path, cfg))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the disc holds a token")
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	disc, err := autounattend.ReadISO(f)
+	require.NoError(t, err)
+	assert.Equal(t, config.SeedLabel, disc.Label)
+	data, err := disc.File(config.FileName)
+	require.NoError(t, err)
+	back := config.New()
+	require.NoError(t, back.Merge("seed", data))
+	assert.Equal(t, jointest.Token, back.Token)
+}
