@@ -53,7 +53,7 @@ func daemonSet(ns, name, os string) *appsv1.DaemonSet {
 func findings(t *testing.T, objs []runtime.Object, dynObjs []runtime.Object, node string) (string, bool) {
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamconfigs"}: "IPAMConfigList",
-		{Group: "operator.tigera.io", Version: "v1", Resource: "installations"}:   "InstallationList",
+		{Group: "operator.tigera.io", Version: "v1", Resource: "installations"}:  "InstallationList",
 	}, dynObjs...)
 	var out bytes.Buffer
 	ok := doctor.Print(&out, doctor.Run(context.Background(), fake.NewClientset(objs...), dyn, doctor.Options{Node: node}))
