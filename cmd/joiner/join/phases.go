@@ -348,7 +348,7 @@ func waitReady(ctx context.Context, d *data) error {
 	}
 	var last string
 	var node *corev1.Node
-	err = poll(ctx, d, d.cfg.Timeouts.NodeReady.Duration, func(ctx context.Context) error {
+	err = pollEvery(ctx, min(d.opts.Interval, ReadyInterval), d.cfg.Timeouts.NodeReady.Duration, func(ctx context.Context) error {
 		n, err := client.CoreV1().Nodes().Get(ctx, d.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -497,11 +497,19 @@ func scrubToken(path string) error {
 	return c.WriteFile(path)
 }
 
+// ReadyInterval is how often the Node is read while waiting for Ready: a
+// GET is cheap, and the join is done the moment the Node is Ready.
+var ReadyInterval = 250 * time.Millisecond
+
 // poll retries fn every Interval until it succeeds, returns a permanent
 // error, or timeout passes; the last error is returned.
 func poll(ctx context.Context, d *data, timeout time.Duration, fn func(context.Context) error) error {
+	return pollEvery(ctx, d.opts.Interval, timeout, fn)
+}
+
+func pollEvery(ctx context.Context, interval, timeout time.Duration, fn func(context.Context) error) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, d.opts.Interval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		last = fn(ctx)
 		if last == nil {
 			return true, nil
