@@ -510,18 +510,23 @@ func poll(ctx context.Context, d *data, timeout time.Duration, fn func(context.C
 func pollEvery(ctx context.Context, interval, timeout time.Duration, fn func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
-		last = fn(ctx)
-		if last == nil {
+		err := fn(ctx)
+		if err == nil {
 			return true, nil
 		}
-		if isPermanent(last) {
-			return false, last
+		// An attempt cut short by the wait's own deadline says nothing
+		// about the cluster: keep the error before it.
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if isPermanent(err) {
+			return false, err
 		}
 		return false, nil
 	})
 	if err != nil && last != nil {
-		if isPermanent(last) {
-			return errors.Unwrap(last)
+		if isPermanent(err) {
+			return errors.Unwrap(err)
 		}
 		return fmt.Errorf("gave up after %s: %w", timeout, last)
 	}

@@ -1,0 +1,128 @@
+//go:build integration
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+)
+
+// BenchmarkJoin joins this host to a real control plane, once per
+// iteration with plain `kubeadm join` (then waiting for Node Ready the way
+// a user would, polling kubectl) and with `joiner join` (which waits for
+// Ready itself). The node is torn down between iterations, outside the
+// timer. Run with -benchtime Nx: each iteration takes seconds.
+//
+// Reported: ns/op (join -> Ready), peak-RSS-MB of the joiner process and
+// binary-MB of the joiner built as released (-trimpath -s -w).
+func BenchmarkJoin(b *testing.B) {
+	harness.RequireRoot(b)
+	bin := harness.Kubernetes(b)
+	dir := b.TempDir()
+	joiner := filepath.Join(dir, "joiner")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", joiner, "../cmd/joiner")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the joiner: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(joiner)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cp := harness.ControlPlaneT(b, harness.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	const node = "kubenode-bench"
+	ignore := strings.Join(harness.IgnoredPreflightErrors, ",")
+
+	// each runs one join on a freshly prepared node; join returns the
+	// process that ran (for its peak RSS) once the Node is Ready.
+	each := func(b *testing.B, join func(n *harness.Node, i int) *os.ProcessState) {
+		var rssKB int64
+		b.StopTimer()
+		for i := 0; i < b.N; i++ {
+			n, err := harness.PrepareNode(context.Background(), harness.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			ps := join(n, i)
+			b.StopTimer()
+			if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rssKB {
+				rssKB = ru.Maxrss
+			}
+			if err := n.Teardown(); err != nil {
+				b.Fatal(err)
+			}
+			if out, err := kubectl("delete", "node", node, "--ignore-not-found"); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+		b.ReportMetric(float64(rssKB)/1024, "peak-RSS-MB")
+	}
+	run := func(n *harness.Node, name string, args ...string) *os.ProcessState {
+		cmd := exec.Command(name, args...)
+		cmd.Env = n.Env()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out.String())
+		}
+		return cmd.ProcessState
+	}
+	// token makes a token outside the timer.
+	token := func(n *harness.Node, i int) string {
+		b.StopTimer()
+		defer b.StartTimer()
+		path := filepath.Join(dir, "join.yaml")
+		run(n, joiner, "token", "--kubeconfig", cp.AdminKubeconfig, "--output", path, "--node-name", node,
+			"--cri-socket", n.CRISocket(), "--ignore-preflight-errors", ignore)
+		return path
+	}
+
+	b.Run("kubeadm", func(b *testing.B) {
+		each(b, func(n *harness.Node, i int) *os.ProcessState {
+			path := token(n, i)
+			cfg, _ := os.ReadFile(path)
+			var tok, hash string
+			for _, line := range strings.Split(string(cfg), "\n") {
+				if v, ok := strings.CutPrefix(line, "token: "); ok {
+					tok = v
+				}
+				if v, ok := strings.CutPrefix(line, "- sha256:"); ok {
+					hash = "sha256:" + v
+				}
+			}
+			ps := run(n, filepath.Join(bin, "kubeadm"), "join", cp.Endpoint, "--token", tok, "--discovery-token-ca-cert-hash", hash,
+				"--node-name", node, "--cri-socket", n.CRISocket(), "--ignore-preflight-errors", ignore)
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				out, _ := kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+				if out == "True" {
+					return ps
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("node %s not Ready after kubeadm join", node)
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		})
+	})
+	b.Run("joiner", func(b *testing.B) {
+		each(b, func(n *harness.Node, i int) *os.ProcessState {
+			path := token(n, i)
+			return run(n, joiner, "join", "--config", path, "--log-file", filepath.Join(dir, "joiner.log"))
+		})
+		b.ReportMetric(float64(fi.Size())/(1<<20), "binary-MB")
+	})
+}

@@ -1,0 +1,194 @@
+//go:build integration
+
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// These run the joiner binary against a real control plane (etcd,
+// kube-apiserver, kube-controller-manager on 127.0.0.1) and join THIS host
+// as a node with the real kubeadm, kubelet and containerd.
+
+const kubeletConf = "/etc/kubernetes/kubelet.conf"
+
+type cluster struct {
+	t      *testing.T
+	joiner string
+	cp     *harness.ControlPlane
+	node   *harness.Node
+	bin    string
+	dir    string
+}
+
+func newCluster(t *testing.T) *cluster {
+	harness.RequireRoot(t)
+	bin := harness.Kubernetes(t)
+	dir := t.TempDir()
+	joiner := filepath.Join(dir, "joiner")
+	build := exec.Command("go", "build", "-o", joiner, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run(), "building the joiner")
+	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
+	node := harness.NodeT(t, harness.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
+	return &cluster{t: t, joiner: joiner, cp: cp, node: node, bin: bin, dir: dir}
+}
+
+// run runs the joiner with the node's environment (kubeadm, kubelet and the
+// systemctl stand-in on PATH).
+func (c *cluster) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.joiner, args...)
+	cmd.Env = c.node.Env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	c.t.Logf("joiner %s:\n%s", strings.Join(args, " "), out.String())
+	return out.String(), err
+}
+
+func (c *cluster) kubectl(args ...string) string {
+	cmd := exec.Command(filepath.Join(c.bin, "kubectl"), append([]string{"--kubeconfig", c.cp.AdminKubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(c.t, err, "kubectl %v: %s", args, out)
+	return string(out)
+}
+
+// token makes a join configuration for this host with `joiner token`.
+func (c *cluster) token(name string, extra ...string) string {
+	path := filepath.Join(c.dir, name)
+	args := append([]string{"token", "--kubeconfig", c.cp.AdminKubeconfig, "--output", path,
+		"--node-name", nodeName, "--cri-socket", c.node.CRISocket(),
+		"--label", "example.com/pool=lab", "--label", "kubenode.io/image=debian-12",
+		"--taint", "example.com/dedicated=kubenode:NoSchedule",
+		"--discovery-timeout", "2m", "--node-ready-timeout", "2m"}, extra...)
+	for _, check := range harness.IgnoredPreflightErrors {
+		args = append(args, "--ignore-preflight-errors", check)
+	}
+	_, err := c.run(context.Background(), args...)
+	require.NoError(c.t, err)
+	return path
+}
+
+const nodeName = "kubenode-test"
+
+func noKubeletConf(t *testing.T) {
+	_, err := os.Stat(kubeletConf)
+	assert.ErrorIs(t, err, os.ErrNotExist, "no credential may be written")
+	_, err = os.Stat("/etc/kubernetes/bootstrap-kubelet.conf")
+	assert.ErrorIs(t, err, os.ErrNotExist, "no credential may be written")
+}
+
+func TestJoinRealControlPlane(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+
+	t.Run("doctor reports the missing Windows pieces on a bare cluster", func(t *testing.T) {
+		out, err := c.run(ctx, "doctor", "--kubeconfig", c.cp.AdminKubeconfig, "--node", nodeName)
+		require.Error(t, err, "some checks fail")
+		assert.Contains(t, out, "[ok  ] cluster-info: present")
+		assert.Contains(t, out, "[ok  ] bootstrap RBAC: node CSRs are auto-approved")
+		assert.Contains(t, out, "[ok  ] kubeadm: kube-system/kubeadm-config present")
+		assert.Contains(t, out, "[FAIL] kube-proxy (Windows): no kube-proxy DaemonSet selects kubernetes.io/os=windows")
+		assert.Contains(t, out, "[FAIL] CNI (Windows): no flannel or Calico found")
+		assert.Contains(t, out, "[FAIL] node "+nodeName+": not registered")
+	})
+
+	t.Run("a wrong CA hash is refused before any credential is written", func(t *testing.T) {
+		path := c.token("wrong-ca.yaml")
+		cfg := config.New()
+		require.NoError(t, cfg.MergeFile(path))
+		cfg.CACertHashes = []string{"sha256:" + strings.Repeat("ab", 32)}
+		require.NoError(t, cfg.WriteFile(path))
+		out, err := c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "wrong-ca.log"))
+		require.Error(t, err)
+		assert.Contains(t, out, "phase discovery: the cluster's CA is sha256:")
+		assert.Contains(t, out, "which is not in caCertHashes")
+		assert.NotContains(t, out, "[kubeadm-join]")
+		noKubeletConf(t)
+	})
+
+	t.Run("a deleted token fails clearly and leaves no kubelet.conf", func(t *testing.T) {
+		path := c.token("revoked.yaml")
+		cfg := config.New()
+		require.NoError(t, cfg.MergeFile(path))
+		id, _, _ := strings.Cut(cfg.Token, ".")
+		c.kubectl("-n", "kube-system", "delete", "secret", "bootstrap-token-"+id)
+		// The bootstrapsigner drops the token's signature from cluster-info.
+		require.Eventually(t, func() bool {
+			return !strings.Contains(c.kubectl("-n", "kube-public", "get", "configmap", "cluster-info", "-o", "json"), "jws-kubeconfig-"+id)
+		}, time.Minute, time.Second)
+		out, err := c.run(ctx, "join", "--config", path, "--discovery-timeout", "10s", "--log-file", filepath.Join(c.dir, "revoked.log"))
+		require.Error(t, err)
+		assert.Contains(t, out, "phase discovery: gave up after 10s")
+		assert.Contains(t, out, "no jws-kubeconfig-"+id+" key; the token does not exist, has expired or was deleted")
+		noKubeletConf(t)
+	})
+
+	path := c.token("join.yaml")
+	t.Run("the joiner waits for an API server that starts 20 s late, then joins: Node Ready with labels and taints", func(t *testing.T) {
+		require.NoError(t, c.cp.StopAPIServer())
+		done := make(chan error, 1)
+		var out string
+		start := time.Now()
+		go func() {
+			var err error
+			out, err = c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "join.log"))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("the joiner ended while the API server was down: %v", err)
+		case <-time.After(20 * time.Second):
+		}
+		require.NoError(t, c.cp.StartAPIServer(ctx))
+		require.NoError(t, <-done)
+		t.Logf("join with the API server 20 s late: %s", time.Since(start).Round(100*time.Millisecond))
+		assert.Contains(t, out, "node "+nodeName+" joined the cluster and is Ready")
+
+		var node corev1.Node
+		require.NoError(t, json.Unmarshal([]byte(c.kubectl("get", "node", nodeName, "-o", "json")), &node))
+		assert.Equal(t, "lab", node.Labels["example.com/pool"])
+		assert.Equal(t, "debian-12", node.Labels["kubenode.io/image"])
+		assert.Contains(t, node.Spec.Taints, corev1.Taint{Key: "example.com/dedicated", Value: "kubenode", Effect: corev1.TaintEffectNoSchedule})
+		ready := false
+		for _, cond := range node.Status.Conditions {
+			ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+		}
+		assert.True(t, ready, "Node Ready")
+
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), "token:", "the token is removed from the config file")
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		_, err = os.Stat(config.DefaultPaths().KubeadmConfig)
+		assert.ErrorIs(t, err, os.ErrNotExist, "kubeadm's config with the token is removed")
+	})
+
+	t.Run("a second join is a no-op", func(t *testing.T) {
+		before, err := os.Stat(kubeletConf)
+		require.NoError(t, err)
+		out, err := c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "again.log"))
+		require.NoError(t, err)
+		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster: nothing changed")
+		assert.NotContains(t, out, "[kubeadm-join]")
+		after, err := os.Stat(kubeletConf)
+		require.NoError(t, err)
+		assert.Equal(t, before.ModTime(), after.ModTime())
+	})
+}
