@@ -212,12 +212,12 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 
 	cp.apiserverArgs = []string{filepath.Join(o.BinDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", o.Port),
-		"--tls-cert-file="+pk.path("apiserver.crt"), "--tls-private-key-file="+pk.path("apiserver.key"),
-		"--client-ca-file="+pk.path("ca.crt"),
-		"--kubelet-client-certificate="+pk.path("apiserver-kubelet-client.crt"), "--kubelet-client-key="+pk.path("apiserver-kubelet-client.key"),
-		"--service-account-key-file="+pk.path("sa.pub"), "--service-account-signing-key-file="+pk.path("sa.key"),
+		"--tls-cert-file=" + pk.path("apiserver.crt"), "--tls-private-key-file=" + pk.path("apiserver.key"),
+		"--client-ca-file=" + pk.path("ca.crt"),
+		"--kubelet-client-certificate=" + pk.path("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + pk.path("apiserver-kubelet-client.key"),
+		"--service-account-key-file=" + pk.path("sa.pub"), "--service-account-signing-key-file=" + pk.path("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.96.0.0/12",
 		"--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth", "--enable-admission-plugins=NodeRestriction",
