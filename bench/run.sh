@@ -24,3 +24,15 @@ echo "$out" | awk '
     if (kt == "" || qt == "") { print "export: missing figures"; exit 1 }
     printf "export (Debian node image): kubenode-export %.1f s, %.1f MiB; qemu-img convert -c -O qcow2 %.1f s, %.1f MiB: %.1fx faster at %.3fx the size (goal >= 3x at <= 1.05x)\n", kt/1e9, ks/1048576, qt/1e9, qs/1048576, qt/kt, ks/qs
   }'
+
+# join -> Node Ready on the harness's real control plane, this host as the
+# node: plain kubeadm join vs the joiner (seconds each, so 3x).
+out=$(go test -tags integration -run '^$' -bench 'Join' -benchtime 3x -count 1 -timeout 20m ./bench)
+echo "$out"
+echo "$out" | awk '
+  /^BenchmarkJoin\/kubeadm/ { for (i = 1; i <= NF; i++) { if ($i == "ns/op") kt = $(i-1); if ($i == "peak-RSS-MB") kr = $(i-1) } }
+  /^BenchmarkJoin\/joiner/  { for (i = 1; i <= NF; i++) { if ($i == "ns/op") jt = $(i-1); if ($i == "peak-RSS-MB") jr = $(i-1); if ($i == "binary-MB") jb = $(i-1) } }
+  END {
+    if (kt == "" || jt == "") { print "join: missing figures"; exit 1 }
+    printf "join -> Ready: joiner %.2f s, kubeadm join %.2f s: overhead %.2f s (goal <= 1 s); joiner peak RSS %.1f MB (goal <= 50 MB, kubeadm itself %.1f MB); joiner binary %.1f MB\n", jt/1e9, kt/1e9, (jt-kt)/1e9, jr, kr, jb
+  }'

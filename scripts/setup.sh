@@ -6,6 +6,7 @@
 #   scripts/setup.sh packages    Debian packages (apt-get; needs root)
 #   scripts/setup.sh packer      packer, built from the Go module proxy
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
+#   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
 #   scripts/setup.sh all         all of the above
 #   scripts/setup.sh env         prints `export` lines for PATH, CGO_CFLAGS, ...
 #                                (use: eval "$(scripts/setup.sh env)")
@@ -115,7 +116,8 @@ case "${1:-all}" in
   packages) packages ;;
   packer) build_packer ;;
   packer-sdc) build_packer_sdc ;;
-  all) packages; build_packer; build_packer_sdc ;;
+  k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
+  all) packages; build_packer; build_packer_sdc; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
   env) print_env ;;
-  *) echo "usage: $0 [packages|packer|packer-sdc|all|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|all|env]" >&2; exit 2 ;;
 esac
