@@ -12,12 +12,14 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
 func main() {
 	pps := plugin.NewSet()
 	pps.RegisterBuilder("libvirt", new(libvirt.Builder))
+	pps.RegisterProvisioner("bake", new(bake.Provisioner))
 	pps.RegisterPostProcessor("export", new(export.PostProcessor))
 	pps.SetVersion(version.PluginVersion)
 	if err := pps.Run(); err != nil {

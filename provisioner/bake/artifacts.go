@@ -1,0 +1,190 @@
+package bake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"golang.org/x/net/http/httpproxy"
+)
+
+// Artifact is one file to put on the guest.
+type Artifact struct {
+	// Name is the artifact's key (kubelet, containerd, ...).
+	Name string
+	// FileName is its name in the guest's staging directory.
+	FileName string
+	// URL and ChecksumURL are the official download and its published
+	// sha256 file, used when no local file is given.
+	URL, ChecksumURL string
+
+	// Local is the file on this machine, set by resolve.
+	Local string
+	// SHA256 is its checksum (hex), verified again on the guest.
+	SHA256 string
+}
+
+// resolve finds each artifact locally (`artifacts`, then `artifacts_dir`)
+// or downloads it, and checks its sha256 against `artifact_checksums` and
+// the published checksum. Every missing or mismatching artifact is
+// reported, by name, before anything runs on the guest.
+func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []Artifact) ([]Artifact, error) {
+	var errs *packersdk.MultiError
+	out := make([]Artifact, 0, len(arts))
+	for _, a := range arts {
+		local, err := c.localArtifact(a)
+		if err == nil && local == "" {
+			if a.URL == "" {
+				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
+			} else {
+				local, err = c.download(ctx, ui, a)
+			}
+		}
+		if err == nil {
+			a.Local = local
+			a.SHA256, err = fileSHA256(local)
+		}
+		if err == nil {
+			if want := c.ArtifactChecksums[a.Name]; want != "" && want != a.SHA256 {
+				err = fmt.Errorf("artifact %s: %s has sha256 %s, artifact_checksums.%s says %s", a.Name, local, a.SHA256, a.Name, want)
+			}
+		}
+		if err != nil {
+			errs = packersdk.MultiErrorAppend(errs, err)
+			continue
+		}
+		out = append(out, a)
+	}
+	if errs != nil {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func (c *Config) localArtifact(a Artifact) (string, error) {
+	if p, ok := c.Artifacts[a.Name]; ok {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("artifact %s: artifacts.%s: %w", a.Name, a.Name, err)
+		}
+		return p, nil
+	}
+	if c.ArtifactsDir != "" {
+		p := filepath.Join(c.ArtifactsDir, a.FileName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if a.URL == "" {
+			return "", fmt.Errorf("artifact %s: %s is not in artifacts_dir %s", a.Name, a.FileName, c.ArtifactsDir)
+		}
+	}
+	return "", nil
+}
+
+// download fetches a.URL into the cache, keyed by its published checksum,
+// through the configured proxy.
+func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (string, error) {
+	client := &http.Client{Transport: &http.Transport{Proxy: c.proxyFunc()}}
+	want, err := publishedSHA256(ctx, client, a.ChecksumURL, a.FileName)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
+	}
+	dst := filepath.Join(c.DownloadCacheDir, want, a.FileName)
+	if got, err := fileSHA256(dst); err == nil && got == want {
+		ui.Message(fmt.Sprintf("%s: cached at %s", a.Name, dst))
+		return dst, nil
+	}
+	ui.Message(fmt.Sprintf("%s: downloading %s", a.Name, a.URL))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("artifact %s: GET %s: %s", a.Name, a.URL, resp.Status)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+a.FileName+".*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, h), resp.Body); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("artifact %s: downloading %s: %w", a.Name, a.URL, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return "", fmt.Errorf("artifact %s: %s has sha256 %s but %s publishes %s", a.Name, a.URL, got, a.ChecksumURL, want)
+	}
+	return dst, os.Rename(tmp.Name(), dst)
+}
+
+// publishedSHA256 reads a checksum file: a bare hex digest (dl.k8s.io's
+// .sha256) or sha256sum lines, from which the one naming file is taken.
+func publishedSHA256(ctx context.Context, client *http.Client, u, file string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("reading the published checksum: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("reading the published checksum: GET %s: %s", u, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) == 1 && len(lines) == 1 && isSHA256(strings.ToLower(f[0])) {
+			return strings.ToLower(f[0]), nil
+		}
+		if len(f) >= 2 && strings.TrimPrefix(f[len(f)-1], "*") == file && isSHA256(strings.ToLower(f[0])) {
+			return strings.ToLower(f[0]), nil
+		}
+	}
+	return "", fmt.Errorf("%s holds no sha256 for %s", u, file)
+}
+
+func (c *Config) proxyFunc() func(*http.Request) (*url.URL, error) {
+	if c.HTTPProxy == "" && c.HTTPSProxy == "" {
+		return http.ProxyFromEnvironment
+	}
+	p := (&httpproxy.Config{HTTPProxy: c.HTTPProxy, HTTPSProxy: c.HTTPSProxy, NoProxy: c.NoProxy}).ProxyFunc()
+	return func(r *http.Request) (*url.URL, error) { return p(r.URL) }
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,229 @@
+//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
+
+// Package bake is the kubenode-bake provisioner: it installs containerd,
+// the kubelet, kubeadm and kubectl, CNI plugins and the joiner (with its
+// first-boot service) into the machine a builder made, over whatever
+// communicator Packer hands it (SSH or WinRM).
+package bake
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+)
+
+// Config is the configuration of the kubenode-bake provisioner.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// The guest's OS: `linux` or `windows`. Default: asked of the guest
+	// (`uname -s` answers on Linux).
+	GuestOS string `mapstructure:"guest_os_type"`
+	// Kubernetes version of the kubelet, kubeadm and kubectl, e.g. `v1.33.13`.
+	// Default: the newest in the version table.
+	KubernetesVersion string `mapstructure:"kubernetes_version"`
+	// containerd version, e.g. `1.7.27` or `2.1.4`. Default: the newest in the
+	// version table. Linux with `containerd_source = "package"` uses the
+	// distribution's containerd instead.
+	ContainerdVersion string `mapstructure:"containerd_version"`
+	// Where containerd, runc and the CNI plugins come from on Linux:
+	// `tarball` (the release tarballs, from the official URLs or
+	// `artifacts_dir`) or `package` (the distribution's packages:
+	// containerd, runc, containernetworking-plugins). Default `tarball`.
+	ContainerdSource string `mapstructure:"containerd_source"`
+	// CNI plugins version, e.g. `v1.6.2`. Default: the newest in the table.
+	CNIPluginsVersion string `mapstructure:"cni_plugins_version"`
+	// The sandbox (pause) image containerd and the kubelet use. Default:
+	// kubeadm's for `kubernetes_version`, raised to the Windows build's
+	// minimum on Windows.
+	PauseImage string `mapstructure:"pause_image"`
+
+	// A local directory holding the artifacts to upload instead of
+	// downloading them (air-gapped builds): `kubelet`, `kubeadm`, `kubectl`
+	// (`.exe` on Windows, plus `kube-log-runner.exe`), the containerd and
+	// CNI plugins release tarballs under their release file names, and the
+	// joiner (`kubenode-joiner` / `kubenode-joiner.exe`).
+	ArtifactsDir string `mapstructure:"artifacts_dir"`
+	// Explicit local files by artifact name (`kubelet`, `kubeadm`, `kubectl`,
+	// `kube-log-runner`, `containerd`, `runc`, `cni-plugins`, `joiner`); these
+	// win over `artifacts_dir`.
+	Artifacts map[string]string `mapstructure:"artifacts"`
+	// Expected sha256 (hex) of artifacts by name. Downloads are checked
+	// against the published checksum files; a value here is checked too.
+	ArtifactChecksums map[string]string `mapstructure:"artifact_checksums"`
+	// Directory downloads are cached in. Default: Packer's cache
+	// (`PACKER_CACHE_DIR`, else `packer_cache`).
+	DownloadCacheDir string `mapstructure:"download_cache_dir"`
+
+	// Proxy settings applied to downloads (on the host and the guest's
+	// package manager) and to containerd's service environment.
+	HTTPProxy  string `mapstructure:"http_proxy"`
+	HTTPSProxy string `mapstructure:"https_proxy"`
+	NoProxy    string `mapstructure:"no_proxy"`
+
+	// `none` (default: the cluster's CNI DaemonSet brings the network) or
+	// `bridge` (a static node-local bridge config, for labs with one node
+	// per pod subnet).
+	CNI string `mapstructure:"cni"`
+	// Pod subnet of the `bridge` CNI config. Default `10.85.0.0/16`.
+	BridgeSubnet string `mapstructure:"bridge_subnet"`
+	// Windows: add Microsoft Defender exclusions for containerd, the kubelet
+	// and their data, where Defender exists. Default true.
+	DefenderExclusions *bool `mapstructure:"defender_exclusions"`
+	// Windows: install Hyper-V with the Containers feature: `auto` (only
+	// when the guest supports virtualization), `on` or `off`. Default `auto`.
+	HyperV string `mapstructure:"hyperv"`
+	// How long to wait for Windows to come back after the Containers
+	// feature's reboot. Default 15m.
+	RestartTimeout time.Duration `mapstructure:"restart_timeout"`
+
+	// Install the joiner and its first-boot service. Default true.
+	InstallJoiner *bool `mapstructure:"install_joiner"`
+	// Labels the joiner registers the node with.
+	NodeLabels map[string]string `mapstructure:"node_labels"`
+	// Extra kubelet flags (name without dashes -> value) the joiner passes.
+	KubeletExtraArgs map[string]string `mapstructure:"kubelet_extra_args"`
+	// Linux: remove machine-id, SSH host keys, cloud-init state and logs at
+	// the end, so every VM from the image is a new machine. Default true.
+	Generalize *bool `mapstructure:"generalize"`
+
+	ctx interpolate.Context
+}
+
+// Artifact names (keys of `artifacts` and `artifact_checksums`).
+const (
+	ArtifactKubelet       = "kubelet"
+	ArtifactKubeadm       = "kubeadm"
+	ArtifactKubectl       = "kubectl"
+	ArtifactKubeLogRunner = "kube-log-runner"
+	ArtifactContainerd    = "containerd"
+	ArtifactRunc          = "runc"
+	ArtifactCNIPlugins    = "cni-plugins"
+	ArtifactJoiner        = "joiner"
+)
+
+var artifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner}
+
+// Prepare decodes and validates the configuration; every problem is
+// reported, each naming its key.
+func (c *Config) Prepare(raws ...interface{}) error {
+	err := config.Decode(c, &config.DecodeOpts{
+		PluginType:         "kubenode-bake",
+		Interpolate:        true,
+		InterpolateContext: &c.ctx,
+	}, raws...)
+	if err != nil {
+		return err
+	}
+	var errs *packersdk.MultiError
+	add := func(format string, args ...any) { errs = packersdk.MultiErrorAppend(errs, fmt.Errorf(format, args...)) }
+
+	if c.GuestOS != "" && c.GuestOS != "linux" && c.GuestOS != "windows" {
+		add("guest_os_type: %q is not linux or windows", c.GuestOS)
+	}
+	if c.ContainerdSource == "" {
+		c.ContainerdSource = "tarball"
+	}
+	if c.ContainerdSource != "tarball" && c.ContainerdSource != "package" {
+		add("containerd_source: %q is not tarball or package", c.ContainerdSource)
+	}
+	if c.CNI == "" {
+		c.CNI = "none"
+	}
+	if c.CNI != "none" && c.CNI != "bridge" {
+		add("cni: %q is not none or bridge", c.CNI)
+	}
+	if c.BridgeSubnet == "" {
+		c.BridgeSubnet = "10.85.0.0/16"
+	}
+	if c.HyperV == "" {
+		c.HyperV = "auto"
+	}
+	if !slices.Contains([]string{"auto", "on", "off"}, c.HyperV) {
+		add("hyperv: %q is not auto, on or off", c.HyperV)
+	}
+	if c.RestartTimeout == 0 {
+		c.RestartTimeout = 15 * time.Minute
+	}
+	c.DefenderExclusions = orTrue(c.DefenderExclusions)
+	c.InstallJoiner = orTrue(c.InstallJoiner)
+	c.Generalize = orTrue(c.Generalize)
+
+	if c.ArtifactsDir != "" {
+		if fi, err := os.Stat(c.ArtifactsDir); err != nil || !fi.IsDir() {
+			add("artifacts_dir: %q is not a directory", c.ArtifactsDir)
+		}
+	}
+	for _, name := range sortedKeys(c.Artifacts) {
+		if !slices.Contains(artifactNames, name) {
+			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+			continue
+		}
+		if _, err := os.Stat(c.Artifacts[name]); err != nil {
+			add("artifacts.%s: %v", name, err)
+		}
+	}
+	for _, name := range sortedKeys(c.ArtifactChecksums) {
+		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
+		if !slices.Contains(artifactNames, name) {
+			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+		} else if !isSHA256(sum) {
+			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
+		}
+		c.ArtifactChecksums[name] = sum
+	}
+	for name := range c.KubeletExtraArgs {
+		if strings.HasPrefix(name, "-") {
+			add("kubelet_extra_args: %q: give the flag name without dashes", name)
+		}
+	}
+	if c.DownloadCacheDir == "" {
+		dir, err := packersdk.CachePath("kubenode-bake")
+		if err != nil {
+			add("download_cache_dir: %v", err)
+		}
+		c.DownloadCacheDir = dir
+	}
+	c.DownloadCacheDir = filepath.Clean(c.DownloadCacheDir)
+	if errs != nil && len(errs.Errors) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func orTrue(b *bool) *bool {
+	if b == nil {
+		t := true
+		return &t
+	}
+	return b
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,140 @@
+package bake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPrepareDefaults(t *testing.T) {
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir()}))
+	assert.Equal(t, "tarball", c.ContainerdSource)
+	assert.Equal(t, "none", c.CNI)
+	assert.Equal(t, "auto", c.HyperV)
+	assert.True(t, *c.InstallJoiner)
+	assert.True(t, *c.Generalize)
+	assert.True(t, *c.DefenderExclusions)
+}
+
+func TestPrepareNamesEveryBadKey(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{
+		"guest_os_type":      "plan9",
+		"containerd_source":  "snap",
+		"cni":                "calico",
+		"hyperv":             "maybe",
+		"artifacts_dir":      "/nonexistent",
+		"artifacts":          map[string]string{"kubelet": "/nonexistent/kubelet", "kube-proxy": "/x"},
+		"artifact_checksums": map[string]string{"kubeadm": "abc"},
+		"kubelet_extra_args": map[string]string{"--v": "2"},
+	})
+	require.Error(t, err)
+	for _, want := range []string{
+		`guest_os_type: "plan9" is not linux or windows`,
+		`containerd_source: "snap" is not tarball or package`,
+		`cni: "calico" is not none or bridge`,
+		`hyperv: "maybe" is not auto, on or off`,
+		`artifacts_dir: "/nonexistent" is not a directory`,
+		`artifacts.kubelet: stat /nonexistent/kubelet`,
+		`artifacts: unknown artifact "kube-proxy"`,
+		`artifact_checksums.kubeadm: want 64 hex digits`,
+		`kubelet_extra_args: "--v": give the flag name without dashes`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestUnknownVersionsNameTheirKey(t *testing.T) {
+	_, err := LookupKubernetes("v1.20.0")
+	require.ErrorContains(t, err, `kubernetes_version: "v1.20.0" is not in kubenode-bake's version table (known: v1.33.13)`)
+	_, err = LookupContainerd("0.1")
+	require.ErrorContains(t, err, "containerd_version")
+	_, err = LookupCNIPlugins("v0.0.1")
+	require.ErrorContains(t, err, "cni_plugins_version")
+	k, err := LookupKubernetes("")
+	require.NoError(t, err)
+	assert.Equal(t, kubernetesReleases[len(kubernetesReleases)-1], k, "empty is the newest row")
+}
+
+func sum(data string) string {
+	h := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(h[:])
+}
+
+func TestResolveLocalArtifactsAndChecksums(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet"), []byte("kubelet"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubeadm"), []byte("kubeadm"), 0o755))
+	c := Config{ArtifactsDir: dir, ArtifactChecksums: map[string]string{"kubeadm": sum("something else")}}
+	_, err := c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{
+		{Name: "kubelet", FileName: "kubelet"},
+		{Name: "kubeadm", FileName: "kubeadm"},
+		{Name: "joiner", FileName: "kubenode-joiner"},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kubeadm: "+filepath.Join(dir, "kubeadm")+" has sha256 "+sum("kubeadm")+", artifact_checksums.kubeadm says")
+	assert.Contains(t, err.Error(), "artifact joiner: kubenode-joiner is not in artifacts_dir")
+	assert.NotContains(t, err.Error(), "artifact kubelet", "a good artifact is not reported")
+
+	c.ArtifactChecksums = nil
+	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{{Name: "kubelet", FileName: "kubelet"}})
+	require.NoError(t, err)
+	assert.Equal(t, sum("kubelet"), got[0].SHA256)
+}
+
+func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
+	files := map[string]string{
+		"/kubelet":                     "real kubelet",
+		"/kubelet.sha256":              sum("real kubelet"),
+		"/containerd.tar.gz":           "tarball",
+		"/containerd.tar.gz.sha256sum": sum("tarball") + "  containerd.tar.gz\n",
+		"/tampered":                    "evil",
+		"/tampered.sha256":             sum("good"),
+	}
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits[r.URL.Path]++
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	c := Config{DownloadCacheDir: t.TempDir()}
+	arts := []Artifact{
+		{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"},
+		{Name: "containerd", FileName: "containerd.tar.gz", URL: srv.URL + "/containerd.tar.gz", ChecksumURL: srv.URL + "/containerd.tar.gz.sha256sum"},
+	}
+	got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.NoError(t, err)
+	data, _ := os.ReadFile(got[1].Local)
+	assert.Equal(t, "tarball", string(data))
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.NoError(t, err)
+	assert.Equal(t, 1, hits["/kubelet"], "a second build uses the cache")
+
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{
+		{Name: "cni-plugins", FileName: "tampered", URL: srv.URL + "/tampered", ChecksumURL: srv.URL + "/tampered.sha256"},
+		{Name: "runc", FileName: "runc", URL: srv.URL + "/missing", ChecksumURL: srv.URL + "/missing.sha256"},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact cni-plugins: "+srv.URL+"/tampered has sha256 "+sum("evil")+" but "+srv.URL+"/tampered.sha256 publishes "+sum("good"))
+	assert.Contains(t, err.Error(), "artifact runc: reading the published checksum: GET "+srv.URL+"/missing.sha256: 404")
+	entries, _ := os.ReadDir(filepath.Join(c.DownloadCacheDir, sum("good")))
+	for _, e := range entries {
+		assert.False(t, strings.HasPrefix(e.Name(), "."), "no partial download is left: %s", e.Name())
+	}
+}

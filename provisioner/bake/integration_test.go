@@ -1,0 +1,66 @@
+//go:build integration
+
+package bake_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+)
+
+// TestLinuxBakeInATCGGuest bakes a Debian guest (the harness's base disk,
+// booted by kubenode-libvirt under TCG) from local artifacts: the cached
+// v1.33.13 kubelet/kubeadm/kubectl, Debian's containerd, runc and CNI
+// plugins, and a joiner built here. It bakes twice (the second bake must
+// change nothing), reboots, and runs testdata/check-linux.sh inside the
+// guest, whose every failed check fails the build.
+func TestLinuxBakeInATCGGuest(t *testing.T) {
+	harness.Libvirtd(t)
+	base := harness.BaseDisk(t)
+	k8s := harness.Kubernetes(t)
+	plugins := harness.PluginDir(t)
+	work := t.TempDir()
+	joiner := filepath.Join(work, "kubenode-joiner")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", joiner, "./cmd/joiner")
+	build.Dir = harness.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the joiner: %s", out)
+
+	began := time.Now()
+	cmd := exec.Command(harness.Packer(t), "build", "-color=false",
+		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
+		"-var", "output_directory="+filepath.Join(work, "output"),
+		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
+		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
+	out, err = cmd.CombinedOutput()
+	log := string(out)
+	t.Logf("packer build (bake twice, reboot, checks): %s", time.Since(began).Round(time.Second))
+	require.NoError(t, err, "packer build failed:\n%s", log)
+
+	// The first bake changed things, the second nothing.
+	done := regexp.MustCompile(`kubenode-bake: done, (\d+) changes`).FindAllStringSubmatch(log, -1)
+	require.Len(t, done, 2, log)
+	assert.NotEqual(t, "0", done[0][1], "the first bake installs")
+	assert.Equal(t, "0", done[1][1], "the second bake changes nothing:\n%s", log)
+	for _, step := range []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize"} {
+		assert.Contains(t, log, "kubenode-bake ["+step+"]")
+	}
+	// Every in-guest check ran and passed.
+	script, err := os.ReadFile(filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "check-linux.sh"))
+	require.NoError(t, err)
+	want := strings.Count(string(script), "\ncheck \"") + 3 // plus the loop checking three units
+	assert.Equal(t, want, strings.Count(log, "CHECK ok: "), log)
+	assert.NotContains(t, log, "CHECK FAILED")
+}

@@ -1,0 +1,169 @@
+package bake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	joinerconfig "github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+)
+
+// Provisioner is kubenode-bake.
+type Provisioner struct {
+	config Config
+}
+
+// ConfigSpec is the HCL2 spec (generated).
+func (p *Provisioner) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
+
+// Prepare validates the configuration.
+func (p *Provisioner) Prepare(raws ...interface{}) error { return p.config.Prepare(raws...) }
+
+// linuxStaging is where artifacts and scripts go on a Linux guest.
+const linuxStaging = "/var/tmp/kubenode-bake"
+
+// Provision bakes the guest.
+func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
+	c := &p.config
+	guest := c.GuestOS
+	r := &linuxRemote{comm: comm, ui: ui}
+	if guest == "" {
+		out, code, err := r.output(ctx, "uname -s")
+		if err != nil {
+			return fmt.Errorf("asking the guest for its OS: %w", err)
+		}
+		guest = "windows"
+		if code == 0 && strings.TrimSpace(out) == "Linux" {
+			guest = "linux"
+		}
+		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
+	}
+	if guest == "windows" {
+		return errors.New("guest_os_type windows: the Windows bake is not available in this version of kubenode-bake")
+	}
+	return p.provisionLinux(ctx, ui, r)
+}
+
+func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *linuxRemote) error {
+	c := &p.config
+	plan, arts, err := c.linuxPlan()
+	if err != nil {
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: Kubernetes %s, containerd from %s, cni %s, pause image %s",
+		plan.KubernetesVersion, c.ContainerdSource, c.CNI, plan.PauseImage))
+	arts, err = c.resolve(ctx, ui, arts)
+	if err != nil {
+		return err
+	}
+
+	uid, _, err := r.output(ctx, "id -u")
+	if err != nil {
+		return err
+	}
+	if uid != "0" {
+		r.sudo = "sudo -n "
+		if _, code, err := r.output(ctx, "sudo -n true"); err != nil || code != 0 {
+			return errors.New("the communicator's user is not root and cannot sudo without a password: kubenode-bake needs one of both")
+		}
+	}
+	// Owned by the communicator's user, who uploads into it; private.
+	if _, err := r.run(ctx, "staging", r.sudo+"install -d -m 0700 -o "+q(uid)+" "+q(linuxStaging)); err != nil {
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts", len(arts)))
+	var sums strings.Builder
+	for _, a := range arts {
+		remote := path.Join(linuxStaging, a.FileName)
+		ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, remote))
+		if err := r.upload(a.Local, remote); err != nil {
+			return fmt.Errorf("uploading artifact %s: %w", a.Name, err)
+		}
+		fmt.Fprintf(&sums, "%s  %s\n", a.SHA256, a.FileName)
+	}
+	// The guest checks what arrived before anything is installed.
+	check := fmt.Sprintf("cd %s && printf %%s %s | sha256sum --check --strict -", q(linuxStaging), q(sums.String()))
+	if _, err := r.run(ctx, "verify-artifacts", check); err != nil {
+		return fmt.Errorf("the artifacts on the guest do not match their checksums: %w", err)
+	}
+
+	changed := 0
+	for i, s := range LinuxSteps(plan) {
+		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		script := path.Join(linuxStaging, fmt.Sprintf("%02d-%s.sh", i+1, s.Name))
+		if err := r.comm.Upload(script, strings.NewReader(string(s.Script)), nil); err != nil {
+			return fmt.Errorf("step %s: uploading its script: %w", s.Name, err)
+		}
+		out, err := r.run(ctx, s.Name, r.sudo+"sh "+q(script))
+		if err != nil {
+			return err
+		}
+		changed += strings.Count(out, "changed: ")
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes", changed))
+	return nil
+}
+
+// linuxPlan turns the configuration into the Linux plan and the artifacts
+// it needs.
+func (c *Config) linuxPlan() (LinuxPlan, []Artifact, error) {
+	k8s, err := LookupKubernetes(c.KubernetesVersion)
+	if err != nil {
+		return LinuxPlan{}, nil, err
+	}
+	plan := LinuxPlan{
+		KubernetesVersion: k8s.Version,
+		PauseImage:        c.PauseImage,
+		ContainerdSource:  c.ContainerdSource,
+		CNI:               c.CNI,
+		BridgeSubnet:      c.BridgeSubnet,
+		CgroupDriver:      "systemd",
+		Proxy:             Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
+		Generalize:        *c.Generalize,
+		Staging:           linuxStaging,
+	}
+	if plan.PauseImage == "" {
+		plan.PauseImage = k8s.PauseImage
+	}
+	arts := k8s.LinuxArtifacts()
+	if c.ContainerdSource == "tarball" {
+		ctr, err := LookupContainerd(c.ContainerdVersion)
+		if err != nil {
+			return LinuxPlan{}, nil, err
+		}
+		cni, err := LookupCNIPlugins(c.CNIPluginsVersion)
+		if err != nil {
+			return LinuxPlan{}, nil, err
+		}
+		ctrArts := ctr.LinuxArtifacts()
+		cniArt := cni.LinuxArtifact()
+		arts = append(append(arts, ctrArts...), cniArt)
+		plan.ContainerdTarball, plan.RuncBinary, plan.CNITarball = ctrArts[0].FileName, ctrArts[1].FileName, cniArt.FileName
+	}
+	if *c.InstallJoiner {
+		arts = append(arts, Artifact{Name: ArtifactJoiner, FileName: "kubenode-joiner"})
+		plan.JoinerConfig, err = c.joinerConfig(joinerconfig.DefaultCRISocket)
+		if err != nil {
+			return LinuxPlan{}, nil, err
+		}
+	}
+	return plan, arts, nil
+}
+
+// joinerConfig is the joiner's configuration baked into the image: how the
+// node registers. The seed disc adds the join credentials at first boot.
+func (c *Config) joinerConfig(criSocket string) ([]byte, error) {
+	jc := joinerconfig.New()
+	jc.CRISocket = criSocket
+	jc.Labels = c.NodeLabels
+	for _, name := range sortedKeys(c.KubeletExtraArgs) {
+		jc.KubeletExtraArgs = append(jc.KubeletExtraArgs, kubeadmv1.Arg{Name: name, Value: c.KubeletExtraArgs[name]})
+	}
+	return jc.Marshal()
+}

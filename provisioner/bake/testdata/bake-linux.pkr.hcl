@@ -1,0 +1,69 @@
+# Integration test: a Debian VM from the harness's base disk, baked twice
+# from local artifacts (the second bake must change nothing), rebooted, and
+# checked from inside by check-linux.sh.
+packer {
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "base_disk" { type = string }
+variable "vm_name" { type = string }
+variable "output_directory" { type = string }
+variable "kubernetes_dir" { type = string }
+variable "joiner" { type = string }
+
+source "kubenode-libvirt" "bake" {
+  disk_image       = var.base_disk
+  disk_size        = "6G"
+  memory           = 1536
+  accelerator      = "tcg"
+  vm_name          = var.vm_name
+  output_directory = var.output_directory
+  linux {
+    flavor   = "cloud-init"
+    hostname = "kubenode-bake"
+  }
+  ssh_username     = "kubenode"
+  ssh_timeout      = "10m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.bake"]
+
+  provisioner "kubenode-bake" {
+    kubernetes_version = "v1.33.13"
+    containerd_source  = "package"
+    cni                = "bridge"
+    artifacts_dir      = var.kubernetes_dir
+    artifacts          = { joiner = var.joiner }
+    node_labels        = { "example.com/pool" = "lab" }
+    kubelet_extra_args = { "v" = "2" }
+  }
+
+  # Idempotence: the same bake again must report no changes.
+  provisioner "kubenode-bake" {
+    kubernetes_version = "v1.33.13"
+    containerd_source  = "package"
+    cni                = "bridge"
+    artifacts_dir      = var.kubernetes_dir
+    artifacts          = { joiner = var.joiner }
+    node_labels        = { "example.com/pool" = "lab" }
+    kubelet_extra_args = { "v" = "2" }
+  }
+
+  provisioner "shell" {
+    inline            = ["sudo systemctl reboot"]
+    expect_disconnect = true
+  }
+
+  provisioner "shell" {
+    pause_before    = "20s"
+    script          = "${path.root}/check-linux.sh"
+    execute_command = "sudo sh '{{ .Path }}'"
+  }
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# In-guest checks after kubenode-bake and a reboot. Each failing check
+# prints CHECK FAILED and the script exits non-zero, failing the build.
+set -u
+failed=0
+check() { # check DESCRIPTION COMMAND...
+  what=$1; shift
+  if "$@" >/dev/null 2>&1; then echo "CHECK ok: $what"; else echo "CHECK FAILED: $what"; failed=1; fi
+}
+equals() { [ "$1" = "$2" ] || { echo "  got '$1', want '$2'" >&2; return 1; }; }
+
+for u in containerd kubelet kubenode-joiner; do
+  check "$u enabled" systemctl is-enabled -q "$u"
+done
+check "containerd active" systemctl is-active -q containerd
+check "overlay loaded after reboot" grep -q '^overlay ' /proc/modules
+check "br_netfilter loaded after reboot" grep -q '^br_netfilter ' /proc/modules
+check "bridge-nf-call-iptables = 1" equals "$(sysctl -n net.bridge.bridge-nf-call-iptables)" 1
+check "ip_forward = 1" equals "$(sysctl -n net.ipv4.ip_forward)" 1
+check "swap off" equals "$(wc -l < /proc/swaps)" 1
+dump=$(mktemp)
+containerd config dump > "$dump" 2>/dev/null
+check "containerd: SystemdCgroup = true" grep -q 'SystemdCgroup = true' "$dump"
+check "containerd: pause image" grep -q 'sandbox_image = "registry.k8s.io/pause:3.10"' "$dump"
+check "containerd: CNI bin dir" grep -q 'bin_dir = "/opt/cni/bin"' "$dump"
+rm -f "$dump"
+check "kubelet v1.33.13" equals "$(kubelet --version)" "Kubernetes v1.33.13"
+check "kubeadm v1.33.13" equals "$(kubeadm version -o short)" "v1.33.13"
+check "kubectl v1.33.13" sh -c "kubectl version --client | grep -q 'Client Version: v1.33.13'"
+check "kubeadm drop-in reads kubeadm-flags.env" grep -q 'EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env' /etc/systemd/system/kubelet.service.d/10-kubeadm.conf
+check "CNI bridge plugin" test -x /opt/cni/bin/bridge
+check "bridge CNI config" grep -q '"type": "bridge"' /etc/cni/net.d/10-kubenode-bridge.conflist
+check "crictl config" grep -q 'containerd.sock' /etc/crictl.yaml
+check "joiner runs" /usr/local/bin/kubenode-joiner version
+check "joiner config is private" equals "$(stat -c %a /etc/kubenode/joiner.yaml)" 600
+check "joiner config has the labels" grep -q 'example.com/pool: lab' /etc/kubenode/joiner.yaml
+check "joiner unit runs only until joined" grep -q 'ConditionPathExists=!/etc/kubernetes/kubelet.conf' /etc/systemd/system/kubenode-joiner.service
+check "joiner unit started at boot (not joined yet)" equals "$(systemctl show -p ConditionResult --value kubenode-joiner)" yes
+# Once kubelet.conf exists the unit's condition keeps it from running.
+mkdir -p /etc/kubernetes && touch /etc/kubernetes/kubelet.conf
+systemctl restart kubenode-joiner >/dev/null 2>&1
+check "joiner unit skipped once joined" equals "$(systemctl show -p ConditionResult --value kubenode-joiner)" no
+rm -f /etc/kubernetes/kubelet.conf
+check "machine-id regenerated" test -s /etc/machine-id
+check "staging removed" test ! -e /var/tmp/kubenode-bake
+exit $failed
