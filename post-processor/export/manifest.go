@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // ManifestFile is the name of the manifest written beside the outputs.
@@ -45,14 +47,7 @@ type Firmware struct {
 
 // Baked lists the Kubernetes components kubenode-bake put in the image; null
 // when the image was not baked.
-type Baked struct {
-	Kubernetes string            `json:"kubernetes"`
-	Containerd string            `json:"containerd"`
-	CNIPlugins string            `json:"cni_plugins"`
-	PauseImage string            `json:"pause_image"`
-	Joiner     string            `json:"joiner"`
-	Checksums  map[string]string `json:"checksums"`
-}
+type Baked = baked.Facts
 
 // Tools are the versions that made the image.
 type Tools struct {

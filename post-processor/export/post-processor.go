@@ -16,6 +16,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
@@ -106,6 +107,9 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		Firmware:      firmware(in),
 		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImgVersion(c.QemuImgPath)},
 		Outputs:       outputs,
+	}
+	if m.Baked, err = baked.Take(c.PackerBuildName); err != nil {
+		return nil, true, true, fmt.Errorf("reading what kubenode-bake installed: %w", err)
 	}
 	if c.UploadPool != "" {
 		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {

@@ -3,6 +3,9 @@
 package bake_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
 
@@ -63,4 +67,28 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	want := strings.Count(string(script), "\ncheck \"") + 3 // plus the loop checking three units
 	assert.Equal(t, want, strings.Count(log, "CHECK ok: "), log)
 	assert.NotContains(t, log, "CHECK FAILED")
+
+	// kubenode-export's manifest says what was baked.
+	data, err := os.ReadFile(filepath.Join(work, "output", "kubenode-manifest.json"))
+	require.NoError(t, err)
+	var m struct {
+		Baked *baked.Facts `json:"baked"`
+	}
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.NotNil(t, m.Baked, "baked is set: %s", data)
+	assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+	assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
+	assert.True(t, strings.HasPrefix(m.Baked.Containerd, "1.6."), "Debian 12's containerd: %q", m.Baked.Containerd)
+	assert.NotEmpty(t, m.Baked.CNIPlugins)
+	assert.NotEmpty(t, m.Baked.Joiner)
+	for name, path := range map[string]string{"kubelet": filepath.Join(k8s, "kubelet"), "kubeadm": filepath.Join(k8s, "kubeadm"), "kubectl": filepath.Join(k8s, "kubectl"), "joiner": joiner} {
+		assert.Equal(t, fileSum(t, path), m.Baked.Checksums[name], name)
+	}
+}
+
+func fileSum(t *testing.T, path string) string {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
 }

@@ -11,6 +11,8 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
@@ -106,8 +108,48 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *li
 		}
 		changed += strings.Count(out, "changed: ")
 	}
-	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes", changed))
+	facts, err := p.linuxFacts(ctx, r, plan, arts)
+	if err != nil {
+		return err
+	}
+	if err := baked.Write(c.PackerBuildName, facts); err != nil {
+		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes (Kubernetes %s, containerd %s, CNI plugins %s)", changed, facts.Kubernetes, facts.Containerd, facts.CNIPlugins))
 	return nil
+}
+
+// linuxFacts asks the guest what it now runs, for the image's manifest.
+func (p *Provisioner) linuxFacts(ctx context.Context, r *linuxRemote, plan LinuxPlan, arts []Artifact) (baked.Facts, error) {
+	f := baked.Facts{Kubernetes: plan.KubernetesVersion, PauseImage: plan.PauseImage, Checksums: map[string]string{}}
+	for _, a := range arts {
+		f.Checksums[a.Name] = a.SHA256
+	}
+	ask := func(what, command string) (string, error) {
+		out, code, err := r.output(ctx, command)
+		if err != nil || code != 0 {
+			return "", fmt.Errorf("asking the guest for the %s version (`%s`): exit %d, %v: %s", what, command, code, err, out)
+		}
+		return out, nil
+	}
+	var err error
+	if f.Containerd, err = ask("containerd", "containerd --version | awk '{print $3}'"); err != nil {
+		return f, err
+	}
+	if p.config.ContainerdSource == "package" {
+		f.CNIPlugins, err = ask("CNI plugins", "dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || rpm -q --qf '%{VERSION}' containernetworking-plugins")
+	} else {
+		f.CNIPlugins = strings.TrimPrefix(strings.TrimSuffix(plan.CNITarball, ".tgz"), "cni-plugins-linux-amd64-")
+	}
+	if err != nil {
+		return f, err
+	}
+	if len(plan.JoinerConfig) > 0 {
+		if f.Joiner, err = ask("joiner", units.LinuxJoinerPath+" version | awk '{print $2}'"); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
 }
 
 // linuxPlan turns the configuration into the Linux plan and the artifacts

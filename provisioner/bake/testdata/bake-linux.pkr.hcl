@@ -66,4 +66,9 @@ build {
     script          = "${path.root}/check-linux.sh"
     execute_command = "sudo sh '{{ .Path }}'"
   }
+
+  # The manifest's `baked` comes from kubenode-bake.
+  post-processor "kubenode-export" {
+    compression = "none"
+  }
 }

@@ -1,0 +1,71 @@
+// Package baked carries what kubenode-bake installed from the provisioner
+// to kubenode-export's manifest. A provisioner cannot add to the builder's
+// artifact, so the facts travel through a file on the build machine, keyed
+// by the packer run (PACKER_RUN_UUID, which packer sets for every plugin it
+// starts) and the build's name. The post-processor reads and removes it.
+package baked
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// Facts are the manifest's `baked` object.
+type Facts struct {
+	Kubernetes string `json:"kubernetes"`
+	Containerd string `json:"containerd"`
+	CNIPlugins string `json:"cni_plugins"`
+	PauseImage string `json:"pause_image"`
+	Joiner     string `json:"joiner"`
+	// Checksums are the sha256 of each artifact uploaded, by name.
+	Checksums map[string]string `json:"checksums"`
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Path is where the facts of this packer run's build wait; "" when packer
+// did not set PACKER_RUN_UUID (the plugin was not started by packer).
+func Path(build string) string {
+	run := os.Getenv("PACKER_RUN_UUID")
+	if run == "" {
+		return ""
+	}
+	return filepath.Join(os.TempDir(), "kubenode-baked-"+unsafe.ReplaceAllString(run, "_")+"-"+unsafe.ReplaceAllString(build, "_")+".json")
+}
+
+// Write records the facts for the build's post-processor.
+func Write(build string, f Facts) error {
+	path := Path(build)
+	if path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// Take reads and removes the build's facts; nil when it was not baked.
+func Take(build string) (*Facts, error) {
+	path := Path(build)
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(path)
+	var f Facts
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}

@@ -1,0 +1,33 @@
+package baked
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWriteThenTakeOnce(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("PACKER_RUN_UUID", "8d3f-run")
+	f := Facts{Kubernetes: "v1.33.13", Containerd: "1.6.20", Checksums: map[string]string{"kubelet": "ab"}}
+	require.NoError(t, Write("kubenode-libvirt.debian/../x", f))
+	assert.NotContains(t, Path("kubenode-libvirt.debian/../x"), "/../", "build names cannot escape the directory")
+
+	got, err := Take("kubenode-libvirt.debian/../x")
+	require.NoError(t, err)
+	assert.Equal(t, &f, got)
+	again, err := Take("kubenode-libvirt.debian/../x")
+	require.NoError(t, err)
+	assert.Nil(t, again, "taken once")
+
+	other, err := Take("another-build")
+	require.NoError(t, err)
+	assert.Nil(t, other)
+
+	t.Setenv("PACKER_RUN_UUID", "")
+	require.NoError(t, Write("b", f), "outside packer: nothing to hand over")
+	none, err := Take("b")
+	require.NoError(t, err)
+	assert.Nil(t, none)
+}
