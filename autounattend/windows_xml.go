@@ -7,6 +7,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"unicode/utf16"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
 )
 
 // The answer file is built from these structs, so encoding/xml escapes every
@@ -432,7 +434,7 @@ func upper(s string) string { return string(bytes.ToUpper([]byte(s))) }
 // JoinerServiceName is the Windows service kubenode-bake installs for the
 // joiner. It is installed disabled, so it cannot run in the image being
 // built; the post-sysprep answer file enables it on the clone's first boot.
-const JoinerServiceName = "kubenode-joiner"
+const JoinerServiceName = units.JoinerServiceName
 
 // WindowsFirstBoot describes the answer file sysprep applies when a
 // generalized image first boots: OOBE skipped, the Administrator password
