@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 
 // TestGeneratedPowerShellParses parses every script this package generates,
@@ -36,7 +38,7 @@ func TestPowerShellCheckFindsErrors(t *testing.T) {
 	}
 }
 
-// TestPSQuoteIsOneLiteral: whatever the value, psQuote yields exactly one
+// TestPSQuoteIsOneLiteral: whatever the value, powershell.Quote yields exactly one
 // verbatim string literal spanning the whole quoted text.
 func TestPSQuoteIsOneLiteral(t *testing.T) {
 	for _, v := range []string{"", "plain", "it's", "''", "a'b'c'", "$(Remove-Item C:\\)", "`n", "x' ; Remove-Item C:\\ ; '", "‘smart’ ‚quotes‛", "\"double\""} {
@@ -46,7 +48,7 @@ func TestPSQuoteIsOneLiteral(t *testing.T) {
 
 func assertOneLiteral(t *testing.T, v string) {
 	t.Helper()
-	lit := psQuote(v)
+	lit := powershell.Quote(v)
 	tree, err := pwsh.Parse([]byte("$x = " + lit + "\r\n"))
 	require.NoError(t, err)
 	defer tree.Close()
@@ -66,7 +68,7 @@ func unquotePS(lit string) string {
 	var b strings.Builder
 	for i := 0; i < len(r); i++ {
 		b.WriteRune(r[i])
-		if isPSSingleQuote(r[i]) && i+1 < len(r) && isPSSingleQuote(r[i+1]) {
+		if powershell.IsSingleQuote(r[i]) && i+1 < len(r) && powershell.IsSingleQuote(r[i+1]) {
 			i++
 		}
 	}

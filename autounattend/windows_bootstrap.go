@@ -2,6 +2,8 @@ package autounattend
 
 import (
 	"strings"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 
 // The first-logon bootstrap opens the build communicator. It is found by
@@ -35,22 +37,22 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 		return nil, err
 	}
 	w = w.withDefaults()
-	s := newPSScript("kubenode first-logon bootstrap: opens the " + w.Communicator + " communicator for the build.")
-	s.line("Start-Transcript -Path %s -Append | Out-Null", psQuote(bootstrapLog))
-	s.blank()
+	s := powershell.New("kubenode first-logon bootstrap: opens the " + w.Communicator + " communicator for the build.")
+	s.Line("Start-Transcript -Path %s -Append | Out-Null", powershell.Quote(bootstrapLog))
+	s.Blank()
 
 	ports := []string{"5985", "5986"}
 	if w.Communicator == CommunicatorSSH {
 		ports = []string{"22"}
 	}
-	s.comment("Packer must not connect before this script ends (a service can start")
-	s.comment("listening early): block the ports now, unblock them last.")
-	s.line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort %s -Action Block | Out-Null",
-		psQuote(firewallGateRule), psQuote("kubenode: hold build connections until the bootstrap ends"), strings.Join(ports, ","))
-	s.blank()
-	s.comment("The build account's password must not expire mid-build (Set-LocalUser works on every release, 2025 included).")
-	s.line("Set-LocalUser -Name %s -PasswordNeverExpires $true", psQuote(w.Username))
-	s.blank()
+	s.Comment("Packer must not connect before this script ends (a service can start")
+	s.Comment("listening early): block the ports now, unblock them last.")
+	s.Line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort %s -Action Block | Out-Null",
+		powershell.Quote(firewallGateRule), powershell.Quote("kubenode: hold build connections until the bootstrap ends"), strings.Join(ports, ","))
+	s.Blank()
+	s.Comment("The build account's password must not expire mid-build (Set-LocalUser works on every release, 2025 included).")
+	s.Line("Set-LocalUser -Name %s -PasswordNeverExpires $true", powershell.Quote(w.Username))
+	s.Blank()
 
 	if w.Communicator == CommunicatorSSH {
 		sshBootstrap(s, w)
@@ -58,64 +60,64 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 		winrmBootstrap(s, w)
 	}
 
-	s.blank()
-	s.line("Remove-NetFirewallRule -Name %s", psQuote(firewallGateRule))
-	s.line("Stop-Transcript | Out-Null")
-	return s.bytes(), nil
+	s.Blank()
+	s.Line("Remove-NetFirewallRule -Name %s", powershell.Quote(firewallGateRule))
+	s.Line("Stop-Transcript | Out-Null")
+	return s.Bytes(), nil
 }
 
-func winrmBootstrap(s *psScript, w Windows) {
-	s.comment("WinRM will not enable remoting on a Public network.")
-	s.line("Get-NetConnectionProfile | Where-Object { $_.NetworkCategory -eq 'Public' } | Set-NetConnectionProfile -NetworkCategory Private")
-	s.comment("Remote administration with a local account needs its full token.")
-	s.line("New-ItemProperty -Path %s -Name 'LocalAccountTokenFilterPolicy' -PropertyType DWord -Value 1 -Force | Out-Null",
-		psQuote(`HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Policies\System`))
-	s.blank()
-	s.line("Enable-PSRemoting -Force -SkipNetworkProfileCheck | Out-Null")
-	s.native("winrm quickconfig", "& winrm.cmd quickconfig -q")
-	s.comment("Long provisioning commands and large uploads.")
-	s.line(`Set-Item -Path 'WSMan:\localhost\MaxTimeoutms' -Value 1800000`)
-	s.line(`Set-Item -Path 'WSMan:\localhost\Shell\MaxMemoryPerShellMB' -Value 2048`)
-	s.comment("Basic auth over HTTP is for the build only: kubenode-bake turns both off before sysprep.")
-	s.line(`Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $true`)
-	s.line(`Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $true`)
-	s.line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 5985 -Action Allow | Out-Null",
-		psQuote(firewallWinRMHTTP), psQuote("kubenode: WinRM HTTP for the build"))
+func winrmBootstrap(s *powershell.Script, w Windows) {
+	s.Comment("WinRM will not enable remoting on a Public network.")
+	s.Line("Get-NetConnectionProfile | Where-Object { $_.NetworkCategory -eq 'Public' } | Set-NetConnectionProfile -NetworkCategory Private")
+	s.Comment("Remote administration with a local account needs its full token.")
+	s.Line("New-ItemProperty -Path %s -Name 'LocalAccountTokenFilterPolicy' -PropertyType DWord -Value 1 -Force | Out-Null",
+		powershell.Quote(`HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Policies\System`))
+	s.Blank()
+	s.Line("Enable-PSRemoting -Force -SkipNetworkProfileCheck | Out-Null")
+	s.Native("winrm quickconfig", "& winrm.cmd quickconfig -q")
+	s.Comment("Long provisioning commands and large uploads.")
+	s.Line(`Set-Item -Path 'WSMan:\localhost\MaxTimeoutms' -Value 1800000`)
+	s.Line(`Set-Item -Path 'WSMan:\localhost\Shell\MaxMemoryPerShellMB' -Value 2048`)
+	s.Comment("Basic auth over HTTP is for the build only: kubenode-bake turns both off before sysprep.")
+	s.Line(`Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $true`)
+	s.Line(`Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $true`)
+	s.Line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 5985 -Action Allow | Out-Null",
+		powershell.Quote(firewallWinRMHTTP), powershell.Quote("kubenode: WinRM HTTP for the build"))
 	if w.WinRMUseSSL {
-		s.blank()
-		s.comment("HTTPS listener with a self-signed certificate (set winrm_insecure in Packer).")
-		s.line("$cert = New-SelfSignedCertificate -DnsName $env:COMPUTERNAME -CertStoreLocation 'Cert:\\LocalMachine\\My'")
-		s.line(`Get-ChildItem -Path 'WSMan:\localhost\Listener' | Where-Object { $_.Keys -contains 'Transport=HTTPS' } | Remove-Item -Recurse -Force`)
-		s.line(`New-Item -Path 'WSMan:\localhost\Listener' -Transport HTTPS -Address '*' -CertificateThumbPrint $cert.Thumbprint -Force | Out-Null`)
-		s.line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 5986 -Action Allow | Out-Null",
-			psQuote(firewallWinRMTLS), psQuote("kubenode: WinRM HTTPS for the build"))
+		s.Blank()
+		s.Comment("HTTPS listener with a self-signed certificate (set winrm_insecure in Packer).")
+		s.Line("$cert = New-SelfSignedCertificate -DnsName $env:COMPUTERNAME -CertStoreLocation 'Cert:\\LocalMachine\\My'")
+		s.Line(`Get-ChildItem -Path 'WSMan:\localhost\Listener' | Where-Object { $_.Keys -contains 'Transport=HTTPS' } | Remove-Item -Recurse -Force`)
+		s.Line(`New-Item -Path 'WSMan:\localhost\Listener' -Transport HTTPS -Address '*' -CertificateThumbPrint $cert.Thumbprint -Force | Out-Null`)
+		s.Line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 5986 -Action Allow | Out-Null",
+			powershell.Quote(firewallWinRMTLS), powershell.Quote("kubenode: WinRM HTTPS for the build"))
 	}
-	s.blank()
-	s.line("Set-Service -Name 'WinRM' -StartupType Automatic")
-	s.line("Restart-Service -Name 'WinRM'")
+	s.Blank()
+	s.Line("Set-Service -Name 'WinRM' -StartupType Automatic")
+	s.Line("Restart-Service -Name 'WinRM'")
 }
 
-func sshBootstrap(s *psScript, w Windows) {
-	s.comment("OpenSSH Server ships with Server 2025; 2019 and 2022 install it as a capability (needs Windows Update).")
-	s.line("if (-not (Get-Service -Name 'sshd' -ErrorAction SilentlyContinue)) {")
-	s.line("    Add-WindowsCapability -Online -Name 'OpenSSH.Server~~~~0.0.1.0' | Out-Null")
-	s.line("}")
-	s.line("New-Item -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Force | Out-Null")
-	s.line("New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name 'DefaultShell' -PropertyType String -Value %s -Force | Out-Null",
-		psQuote(`C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`))
-	s.blank()
-	s.comment("sshd reads administrators' keys only from this file, and only if SYSTEM and")
-	s.comment("Administrators alone may access it (SIDs: names are localized).")
-	s.line("$keys = %s", psArray(w.SSHAuthorizedKeys))
-	s.line("$keyFile = Join-Path $env:ProgramData 'ssh\\administrators_authorized_keys'")
-	s.line("New-Item -ItemType Directory -Path (Split-Path -Parent $keyFile) -Force | Out-Null")
-	s.comment("UTF-8 without a BOM: sshd would not parse a first line that starts with one.")
-	s.line("[System.IO.File]::WriteAllLines($keyFile, [string[]]$keys)")
-	s.native("icacls on administrators_authorized_keys", "& icacls.exe $keyFile /inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F'")
-	s.line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 22 -Action Allow | Out-Null",
-		psQuote(firewallSSH), psQuote("kubenode: OpenSSH for the build"))
-	s.line("Set-Service -Name 'sshd' -StartupType Automatic")
-	s.line("Start-Service -Name 'sshd'")
+func sshBootstrap(s *powershell.Script, w Windows) {
+	s.Comment("OpenSSH Server ships with Server 2025; 2019 and 2022 install it as a capability (needs Windows Update).")
+	s.Line("if (-not (Get-Service -Name 'sshd' -ErrorAction SilentlyContinue)) {")
+	s.Line("    Add-WindowsCapability -Online -Name 'OpenSSH.Server~~~~0.0.1.0' | Out-Null")
+	s.Line("}")
+	s.Line("New-Item -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Force | Out-Null")
+	s.Line("New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name 'DefaultShell' -PropertyType String -Value %s -Force | Out-Null",
+		powershell.Quote(`C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`))
+	s.Blank()
+	s.Comment("sshd reads administrators' keys only from this file, and only if SYSTEM and")
+	s.Comment("Administrators alone may access it (SIDs: names are localized).")
+	s.Line("$keys = %s", powershell.Array(w.SSHAuthorizedKeys))
+	s.Line("$keyFile = Join-Path $env:ProgramData 'ssh\\administrators_authorized_keys'")
+	s.Line("New-Item -ItemType Directory -Path (Split-Path -Parent $keyFile) -Force | Out-Null")
+	s.Comment("UTF-8 without a BOM: sshd would not parse a first line that starts with one.")
+	s.Line("[System.IO.File]::WriteAllLines($keyFile, [string[]]$keys)")
+	s.Native("icacls on administrators_authorized_keys", "& icacls.exe $keyFile /inheritance:r /grant '*S-1-5-32-544:F' /grant '*S-1-5-18:F'")
+	s.Line("New-NetFirewallRule -Name %s -DisplayName %s -Direction Inbound -Protocol TCP -LocalPort 22 -Action Allow | Out-Null",
+		powershell.Quote(firewallSSH), powershell.Quote("kubenode: OpenSSH for the build"))
+	s.Line("Set-Service -Name 'sshd' -StartupType Automatic")
+	s.Line("Start-Service -Name 'sshd'")
 }
 
 // WindowsSeed returns the seed disc for w: the answer file and the bootstrap
