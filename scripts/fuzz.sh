@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of ./autounattend for a while and copies the corpus
-# it found into testdata/fuzz/<target>/, where `go test` replays it.
+# Runs each fuzz target for a while and copies the corpus it found into its
+# package's testdata/fuzz/<target>/, where `go test` replays it. A target's
+# package is the one whose _test.go files define `func <target>(`.
 #   scripts/fuzz.sh 30s FuzzRenderWindows FuzzDiscNames ...
 set -euo pipefail
 time=$1; shift
-pkg=./autounattend
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache="$(go env GOCACHE)/fuzz/$(cd "$ROOT" && go list "$pkg")"
 for target in "$@"; do
-  echo "== $target ($time)"
+  file=$(cd "$ROOT" && grep -rl --include='*_test.go' "^func ${target}(" . | head -n 1)
+  [ -n "$file" ] || { echo "no package defines $target" >&2; exit 1; }
+  dir=$(dirname "${file#./}")
+  pkg=./$dir
+  cache="$(go env GOCACHE)/fuzz/$(cd "$ROOT" && go list "$pkg")"
+  echo "== $target in $pkg ($time)"
   (cd "$ROOT" && go test -tags pwsh -run '^$' -fuzz "^${target}\$" -fuzztime "$time" "$pkg")
   if [ -d "$cache/$target" ]; then
-    mkdir -p "$ROOT/autounattend/testdata/fuzz/$target"
-    cp "$cache/$target"/* "$ROOT/autounattend/testdata/fuzz/$target/"
-    echo "corpus: $(ls "$ROOT/autounattend/testdata/fuzz/$target" | wc -l) inputs in autounattend/testdata/fuzz/$target"
+    mkdir -p "$ROOT/$dir/testdata/fuzz/$target"
+    cp "$cache/$target"/* "$ROOT/$dir/testdata/fuzz/$target/"
+    echo "corpus: $(ls "$ROOT/$dir/testdata/fuzz/$target" | wc -l) inputs in $dir/testdata/fuzz/$target"
   fi
 done

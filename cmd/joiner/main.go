@@ -122,7 +122,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withToken bool) {
 	fs.Var(&n.taints, "taint", "node taint `key[=value]:Effect` (repeatable)")
 	fs.Var(&n.hosts, "extra-host", "hosts entry `name=ip` written before joining (repeatable)")
 	fs.Var(&n.args, "kubelet-arg", "extra kubelet flag `name=value` (repeatable)")
-	fs.Var(&n.ignore, "ignore-preflight-errors", "kubeadm preflight `check` to ignore (repeatable)")
+	fs.Var(&n.ignore, "ignore-preflight-errors", "kubeadm preflight `checks` to ignore (comma-separated, repeatable)")
 	fs.DurationVar(&n.discoveryTimeout, "discovery-timeout", 0, "how long to retry discovery (default 5m)")
 	fs.DurationVar(&n.readyTimeout, "node-ready-timeout", 0, "how long to wait for Node Ready (default 5m)")
 }
@@ -131,7 +131,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withToken bool) {
 func (n *nodeFlags) config() (*config.Config, error) {
 	c := config.New()
 	c.APIServerEndpoint, c.Token, c.NodeName, c.CRISocket = n.endpoint, n.tokenValue, n.nodeName, n.criSocket
-	c.CACertHashes, c.UnsafeSkipCAVerification, c.IgnorePreflightErrors = n.caHashes, n.unsafeSkipCA, n.ignore
+	c.CACertHashes, c.UnsafeSkipCAVerification, c.IgnorePreflightErrors = n.caHashes, n.unsafeSkipCA, n.ignore.split()
 	for _, kv := range n.labels {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

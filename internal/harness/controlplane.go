@@ -5,16 +5,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -30,150 +29,87 @@ func Kubernetes(t testing.TB) string {
 // ControlPlaneOptions configure StartControlPlane.
 type ControlPlaneOptions struct {
 	BinDir string // from Kubernetes
-	Dir    string // state: pki/, etcd data, kubeconfigs, logs
+	Dir    string // state: pki/, etcd data, kubeconfigs, one log per process
 	// ExtraSANs are more names or IPs on the API server's certificate (e.g.
-	// 10.0.2.2, the host as a QEMU user-net guest sees it).
+	// 10.0.2.2, this host as a QEMU user-net guest sees it).
 	ExtraSANs []string
-	// ServerURL is the API server URL in cluster-info (what joining nodes
-	// bootstrap against). Default https://127.0.0.1:<port>.
+	// ServerURL is the API server URL joining nodes are given: it goes into
+	// cluster-info and kubeadm's controlPlaneEndpoint. Default
+	// https://127.0.0.1:<port>. The admin kubeconfig keeps 127.0.0.1, since
+	// the harness talks to the API server from this host, where a URL meant
+	// for a guest (10.0.2.2) does not route.
 	ServerURL string
 	// Port of the API server; 0 picks a free one.
 	Port int
-	Log  io.Writer
+	Log  io.Writer // progress and timings; nil discards them
 }
 
 // ControlPlane is etcd, kube-apiserver and kube-controller-manager on
 // 127.0.0.1, made kubeadm-joinable by kubeadm's own init phases.
 type ControlPlane struct {
-	Endpoint        string // 127.0.0.1:PORT
-	AdminKubeconfig string
-	CACert          string
+	Endpoint        string // 127.0.0.1:PORT, what kubeadm join and the joiner discover
+	AdminKubeconfig string // client certificate with O=system:masters
+	CACert          string // the cluster CA, PEM
 	Dir             string
 
 	opts          ControlPlaneOptions
+	client        *http.Client // the admin's client certificate
 	apiserverArgs []string
+	etcd          *proc
 	apiserver     *proc
-	procs         []*proc
+	kcm           *proc // kube-controller-manager
 }
 
-// proc is a daemon started by the harness, logging to a file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
+// The API server's certificate names: what kubeadm puts there, less the
+// node's own name and address.
+var apiserverSANs = []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
+	"kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.96.0.1"}
 
-func start(dir, name string, argv []string, env []string) (*proc, error) {
-	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { cmd.Wait(); f.Close(); close(p.done) }()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM to the process group, then SIGKILL after 10 s.
-func (p *proc) stop() {
-	if p == nil || p.exited() {
-		return
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-func (p *proc) tail() string { return tailFile(p.log, 30) }
-
-func tailFile(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-// StartControlPlane starts a control plane; Stop ends it.
+// StartControlPlane starts a control plane and returns once cluster-info
+// is signed, i.e. once a node can join; Stop ends it. On an error it stops
+// what it started.
 func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPlane, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubeadm", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("%s is missing from %s: run scripts/k8s-binaries.sh", b, o.BinDir)
+			return nil, fmt.Errorf("%s is missing from %q: run scripts/k8s-binaries.sh: %w", b, o.BinDir, err)
 		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("control plane dir: %w", err)
 	}
 	if o.Port == 0 {
 		if o.Port, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
-	cp := &ControlPlane{Endpoint: fmt.Sprintf("127.0.0.1:%d", o.Port), Dir: o.Dir, opts: o}
+	cp := &ControlPlane{Endpoint: fmt.Sprintf("127.0.0.1:%d", o.Port), Dir: o.Dir}
+	if o.ServerURL == "" {
+		o.ServerURL = "https://" + cp.Endpoint
+	}
+	if u, err := url.Parse(o.ServerURL); err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("ServerURL %q: want https://HOST:PORT", o.ServerURL)
+	}
+	cp.opts = o
 	defer func() {
 		if err != nil {
 			cp.Stop()
 		}
 	}()
-	if o.ServerURL == "" {
-		o.ServerURL = "https://" + cp.Endpoint
-		cp.opts.ServerURL = o.ServerURL
-	}
 	began := time.Now()
-	pk, err := newPKI(filepath.Join(o.Dir, "pki"))
+	step := func(what string) {
+		fmt.Fprintf(o.Log, "control plane: %s after %s\n", what, time.Since(began).Round(100*time.Millisecond))
+	}
+
+	pk, err := newPKI(filepath.Join(o.Dir, "pki"), []leaf{
+		{name: "apiserver", cn: "kube-apiserver", sans: append(append([]string{}, apiserverSANs...), o.ExtraSANs...)},
+		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
+		{name: "admin", cn: "kubernetes-admin", orgs: []string{"system:masters"}},
+		{name: "controller-manager", cn: "system:kube-controller-manager"},
+	})
 	if err != nil {
-		return nil, err
-	}
-	sans := append([]string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "10.96.0.1"}, o.ExtraSANs...)
-	for _, c := range []struct {
-		name, cn string
-		orgs     []string
-		server   bool
-	}{
-		{"apiserver", "kube-apiserver", nil, true},
-		{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, false},
-		{"admin", "kubernetes-admin", []string{"system:masters"}, false},
-		{"controller-manager", "system:kube-controller-manager", nil, false},
-	} {
-		if err := pk.issue(c.name, c.cn, c.orgs, c.server, sans); err != nil {
-			return nil, err
-		}
-	}
-	if err := pk.serviceAccountKey(); err != nil {
 		return nil, err
 	}
 	cp.CACert = pk.path("ca.crt")
@@ -184,6 +120,9 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 	kcmConf := filepath.Join(o.Dir, "controller-manager.conf")
 	if err := pk.kubeconfig(kcmConf, local, "controller-manager"); err != nil {
+		return nil, err
+	}
+	if cp.client, err = clientFor(pk.path("ca.crt"), pk.path("admin.crt"), pk.path("admin.key")); err != nil {
 		return nil, err
 	}
 
@@ -197,78 +136,143 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	etcd, err := start(o.Dir, "etcd", []string{filepath.Join(o.BinDir, "etcd"),
+	cp.etcd, err = start(o.Dir, "etcd", []string{filepath.Join(o.BinDir, "etcd"),
 		"--name=default", "--data-dir=" + filepath.Join(o.Dir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL, "--listen-metrics-urls=", "--log-level=warn",
-	}, os.Environ())
+	})
 	if err != nil {
 		return nil, err
 	}
-	cp.procs = append(cp.procs, etcd)
-	if err := waitHTTP(ctx, etcdURL+"/health", nil, 30*time.Second, etcd); err != nil {
+	if err := waitHTTP(ctx, cp.etcd, etcdURL+"/health", &http.Client{Timeout: 2 * time.Second}, 30*time.Second); err != nil {
 		return nil, err
 	}
+	step("etcd up")
 
 	cp.apiserverArgs = []string{filepath.Join(o.BinDir, "kube-apiserver"),
 		"--etcd-servers=" + etcdURL,
+		// Loopback only: this host must not expose a cluster to its network.
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", o.Port),
 		"--tls-cert-file=" + pk.path("apiserver.crt"), "--tls-private-key-file=" + pk.path("apiserver.key"),
 		"--client-ca-file=" + pk.path("ca.crt"),
-		"--kubelet-client-certificate=" + pk.path("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + pk.path("apiserver-kubelet-client.key"),
+		"--kubelet-client-certificate=" + pk.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + pk.path("apiserver-kubelet-client.key"),
 		"--service-account-key-file=" + pk.path("sa.pub"), "--service-account-signing-key-file=" + pk.path("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.96.0.0/12",
 		"--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth", "--enable-admission-plugins=NodeRestriction",
-		"--allow-privileged=true", "--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		// The kubernetes Service's endpoint would be 127.0.0.1, wrong for
+		// anything but this host; nothing here uses it.
+		"--endpoint-reconciler-type=none",
+		// Else SIGTERM waits --request-timeout (60 s) for the controller
+		// manager's watches to end; this way it closes them after 2 s.
+		"--shutdown-send-retry-after=true",
 	}
-	fmt.Fprintf(o.Log, "etcd up after %s\n", time.Since(began).Round(100*time.Millisecond))
 	if err := cp.StartAPIServer(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Log, "kube-apiserver ready after %s\n", time.Since(began).Round(100*time.Millisecond))
-	kcm, err := start(o.Dir, "kube-controller-manager", []string{filepath.Join(o.BinDir, "kube-controller-manager"),
+	step("kube-apiserver ready")
+
+	if err := cp.kubeadmPhases(ctx); err != nil {
+		return nil, err
+	}
+	step("kubeadm phases done")
+
+	// Started only now so that the bootstrapsigner's first signature is over
+	// the final cluster-info (kubeadmPhases may rewrite its server).
+	cp.kcm, err = start(o.Dir, "kube-controller-manager", []string{filepath.Join(o.BinDir, "kube-controller-manager"),
 		"--kubeconfig=" + kcmConf, "--authentication-kubeconfig=" + kcmConf, "--authorization-kubeconfig=" + kcmConf,
 		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
 		"--controllers=*,bootstrapsigner,tokencleaner",
 		"--cluster-signing-cert-file=" + pk.path("ca.crt"), "--cluster-signing-key-file=" + pk.path("ca.key"),
 		"--root-ca-file=" + pk.path("ca.crt"), "--service-account-private-key-file=" + pk.path("sa.key"),
 		"--use-service-account-credentials=true",
-	}, os.Environ())
+		// Else it creates /usr/libexec/kubernetes/kubelet-plugins on the host.
+		"--flex-volume-plugin-dir=" + filepath.Join(o.Dir, "flexvolume"),
+		// The default client limits (20 qps) throttle the start of its ~40
+		// controllers, each of which first gets a service account: 4 s of
+		// the bring-up, against ~1 s unthrottled.
+		"--kube-api-qps=200", "--kube-api-burst=400",
+	})
 	if err != nil {
 		return nil, err
 	}
-	cp.procs = append(cp.procs, kcm)
-	if err := cp.kubeadmPhases(ctx); err != nil {
+	// Joinable means the bootstrapsigner has signed cluster-info for the
+	// token kubeadm's bootstrap-token phase made.
+	err = poll(ctx, cp.kcm, "signing cluster-info", time.Minute, func() (bool, error) {
+		var cm struct{ Data map[string]string }
+		if err := cp.api(ctx, http.MethodGet, "/api/v1/namespaces/kube-public/configmaps/cluster-info", "", nil, &cm); err != nil {
+			return false, err
+		}
+		for k := range cm.Data {
+			if strings.HasPrefix(k, "jws-kubeconfig-") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	// Ready means joinable: the bootstrapsigner has signed cluster-info for
-	// the token kubeadm's bootstrap-token phase made.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out, err := cp.Kubectl(ctx, nil, "-n", "kube-public", "get", "configmap", "cluster-info", "-o", "jsonpath={.data}")
-		if err == nil && strings.Contains(out, "jws-kubeconfig-") {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cluster-info not signed after a minute (%v); last lines of the controller manager's log:\n%s", err, kcm.tail())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	fmt.Fprintf(o.Log, "control plane up on %s in %s\n", cp.Endpoint, time.Since(began).Round(100*time.Millisecond))
+	step("cluster-info signed: control plane up on " + cp.Endpoint)
 	return cp, nil
 }
 
-// kubeadmPhases makes the cluster joinable with kubeadm's own phases:
-// kubeadm-config and kubelet-config ConfigMaps, cluster-info and the
-// bootstrap-token RBAC.
-func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
-	o := cp.opts
-	const placeholder = "kubenode-control-plane"
-	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
-	endpoint := strings.TrimPrefix(o.ServerURL, "https://")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+// clientFor is an HTTPS client trusting ca and presenting cert/key.
+func clientFor(ca, cert, key string) (*http.Client, error) {
+	caPEM, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},
+	}}, nil
+}
+
+// api calls the API server as the admin; out, if not nil, receives the
+// JSON answer. An answer other than 2xx is an error carrying its body.
+func (cp *ControlPlane) api(ctx context.Context, method, path, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+cp.Endpoint+path, body)
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := cp.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// kubeadmConfig is what kubeadm's init phases read. kubeadm refuses a
+// loopback advertiseAddress (it then looks for an interface and fails);
+// the address is only recorded for the placeholder Node, never served on,
+// so a TEST-NET-2 address stands in.
+func kubeadmConfig(port int, nodeName, controlPlaneEndpoint, certificatesDir string) string {
+	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint: {advertiseAddress: 198.51.100.1, bindPort: %d}
 nodeRegistration: {name: %s, criSocket: unix:///run/containerd/containerd.sock}
@@ -282,49 +286,74 @@ networking: {serviceSubnet: 10.96.0.0/12}
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+# No systemd on this host: the kubelet and containerd use cgroupfs.
 cgroupDriver: cgroupfs
-`, o.Port, placeholder, endpoint, filepath.Join(o.Dir, "pki"))), 0o600); err != nil {
-		return err
+`, port, nodeName, controlPlaneEndpoint, certificatesDir)
+}
+
+// kubeadmPhases makes the cluster joinable with kubeadm's own phases: the
+// kubeadm-config and kubelet-config ConfigMaps, cluster-info, the bootstrap
+// RBAC and a first token.
+func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
+	o := cp.opts
+	serverURL, _ := url.Parse(o.ServerURL)
+	const placeholder = "kubenode-control-plane"
+	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
+	if err := os.WriteFile(cfg, []byte(kubeadmConfig(o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"))), 0o600); err != nil {
+		return fmt.Errorf("kubeadm config: %w", err)
 	}
-	// kubeadm refuses a loopback advertiseAddress (it then picks an interface
-	// and fails); it is only recorded on the placeholder Node, never used to
-	// serve, so a TEST-NET-2 address stands in.
-	// upload-config kubelet annotates the control-plane Node: give it one.
-	// kubeadm waits for the Node's hostname label before patching it.
+	// upload-config kubelet annotates the control-plane Node and waits for
+	// it (by its hostname label): give it one, deleted once done.
 	node := fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q,"labels":{"kubernetes.io/hostname":%q}}}`, placeholder, placeholder)
-	if _, err := cp.Kubectl(ctx, strings.NewReader(node), "create", "-f", "-"); err != nil {
-		return err
+	if err := cp.api(ctx, http.MethodPost, "/api/v1/nodes", "application/json", strings.NewReader(node), nil); err != nil {
+		return fmt.Errorf("placeholder control-plane node: %w", err)
 	}
+	logPath := filepath.Join(o.Dir, "kubeadm.log")
 	for _, phase := range [][]string{{"upload-config", "kubeadm"}, {"upload-config", "kubelet"}, {"bootstrap-token"}} {
 		args := append(append([]string{"init", "phase"}, phase...), "--config", cfg, "--kubeconfig", cp.AdminKubeconfig)
-		began := time.Now()
 		out, err := exec.CommandContext(ctx, filepath.Join(o.BinDir, "kubeadm"), args...).CombinedOutput()
+		appendFile(logPath, fmt.Sprintf("$ kubeadm %s\n%s", strings.Join(args, " "), out))
 		if err != nil {
-			return fmt.Errorf("kubeadm %s: %w\n%s", strings.Join(args, " "), err, out)
+			return fmt.Errorf("kubeadm %s: %w\n%s\nlast lines of %s:\n%s", strings.Join(args, " "), err, out,
+				cp.apiserver.log, tailFile(cp.apiserver.log, 20))
 		}
-		fmt.Fprintf(o.Log, "kubeadm init phase %s: %s\n", strings.Join(phase, " "), time.Since(began).Round(100*time.Millisecond))
 	}
-	if _, err := cp.Kubectl(ctx, nil, "delete", "node", placeholder); err != nil {
-		return err
+	if err := cp.api(ctx, http.MethodDelete, "/api/v1/nodes/"+placeholder, "", nil, nil); err != nil {
+		return fmt.Errorf("deleting the placeholder node: %w", err)
 	}
-	// cluster-info names the admin kubeconfig's server; nodes need ServerURL.
+	// kubeadm copies the admin kubeconfig's server into cluster-info; nodes
+	// are to use ServerURL.
 	if o.ServerURL != "https://"+cp.Endpoint {
 		ca, err := os.ReadFile(cp.CACert)
 		if err != nil {
-			return err
+			return fmt.Errorf("cluster-info: %w", err)
 		}
-		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n    certificate-authority-data: %s\n    server: %s\ncontexts: null\ncurrent-context: \"\"\nusers: null\n", b64(ca), o.ServerURL)
-		patch := fmt.Sprintf(`{"data":{"kubeconfig":%q}}`, kc)
-		if _, err := cp.Kubectl(ctx, nil, "-n", "kube-public", "patch", "configmap", "cluster-info", "--type=merge", "-p", patch); err != nil {
-			return err
+		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n    certificate-authority-data: %s\n    server: %s\ncontexts: null\ncurrent-context: \"\"\nusers: null\n",
+			base64.StdEncoding.EncodeToString(ca), o.ServerURL)
+		patch, _ := json.Marshal(map[string]any{"data": map[string]string{"kubeconfig": kc}})
+		if err := cp.api(ctx, http.MethodPatch, "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+			"application/merge-patch+json", strings.NewReader(string(patch)), nil); err != nil {
+			return fmt.Errorf("pointing cluster-info at %s: %w", o.ServerURL, err)
 		}
 	}
 	return nil
 }
 
-// Kubectl runs kubectl with the admin kubeconfig.
+func appendFile(path, s string) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	io.WriteString(f, s)
+}
+
+// Kubectl runs kubectl with the admin kubeconfig and returns its output.
 func (cp *ControlPlane) Kubectl(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(cp.opts.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
+	// Its discovery cache goes under Dir, not into ~/.kube/cache, where
+	// every port would leave a directory behind.
+	base := []string{"--kubeconfig", cp.AdminKubeconfig, "--cache-dir", filepath.Join(cp.Dir, "kubectl-cache")}
+	cmd := exec.CommandContext(ctx, filepath.Join(cp.opts.BinDir, "kubectl"), append(base, args...)...)
 	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -333,39 +362,35 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, stdin io.Reader, args ...st
 	return string(out), nil
 }
 
-// StopAPIServer stops only kube-apiserver.
+// StopAPIServer stops only kube-apiserver (etcd and the controller manager
+// keep running), e.g. to see a joiner wait for it.
 func (cp *ControlPlane) StopAPIServer() error {
+	if cp.apiserver == nil || cp.apiserver.exited() {
+		return fmt.Errorf("kube-apiserver is not running")
+	}
 	cp.apiserver.stop()
 	return nil
 }
 
-// StartAPIServer starts kube-apiserver (again) and waits until it is ready.
+// StartAPIServer starts kube-apiserver (again, with the same flags) and
+// waits until it is ready.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
-	p, err := start(cp.Dir, "kube-apiserver", cp.apiserverArgs, os.Environ())
+	if cp.apiserver != nil && !cp.apiserver.exited() {
+		return fmt.Errorf("kube-apiserver is already running (PID %d)", cp.apiserver.cmd.Process.Pid)
+	}
+	p, err := start(cp.Dir, "kube-apiserver", cp.apiserverArgs)
 	if err != nil {
 		return err
 	}
 	cp.apiserver = p
-	caPEM, err := os.ReadFile(cp.CACert)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	cert, err := tls.LoadX509KeyPair(filepath.Join(cp.Dir, "pki", "admin.crt"), filepath.Join(cp.Dir, "pki", "admin.key"))
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-	return waitHTTP(ctx, "https://"+cp.Endpoint+"/readyz", client, 60*time.Second, p)
+	return waitHTTP(ctx, p, "https://"+cp.Endpoint+"/readyz", cp.client, time.Minute)
 }
 
-// Stop stops every process it started; it may be called more than once.
+// Stop stops every process it started, by PID; it may be called more than once.
 func (cp *ControlPlane) Stop() error {
+	cp.kcm.stop()
 	cp.apiserver.stop()
-	for i := len(cp.procs) - 1; i >= 0; i-- {
-		cp.procs[i].stop()
-	}
+	cp.etcd.stop()
 	return nil
 }
 
@@ -390,39 +415,10 @@ func ControlPlaneT(t testing.TB, o ControlPlaneOptions) *ControlPlane {
 	return cp
 }
 
+// testLog writes to the test's log.
 type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// waitHTTP polls url until it answers 200, the process dies, or timeout.
-func waitHTTP(ctx context.Context, url string, client *http.Client, timeout time.Duration, p *proc) error {
-	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Second}
-	}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("%s exited; last lines of %s:\n%s", p.name, p.log, p.tail())
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = errors.New(resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not ready at %s after %s (%v); last lines of %s:\n%s", p.name, url, timeout, last, p.log, p.tail())
 }

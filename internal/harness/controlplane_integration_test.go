@@ -4,100 +4,203 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestPlainKubeadmJoin: the harness's control plane takes this host as a
-// node with the real kubeadm join, and Teardown puts the host back.
+// node with the real `kubeadm join` (token + CA hash discovery), the Node
+// becomes Ready, and Teardown puts the host back as it was.
 func TestPlainKubeadmJoin(t *testing.T) {
 	RequireRoot(t)
 	bin := Kubernetes(t)
+	kubeadm := filepath.Join(bin, "kubeadm")
 	dir := t.TempDir()
-	before := hostState(t)
+	ctx := context.Background()
+	const nodeName = "kubenode-test"
+	before := hostState()
+
 	began := time.Now()
 	cp := ControlPlaneT(t, ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
 	t.Logf("control plane up in %s", time.Since(began).Round(100*time.Millisecond))
-	n, err := PrepareNode(context.Background(), NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node"), Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Teardown()
+	n := NodeT(t, NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
 
-	ctx := context.Background()
-	out, err := cp.Kubectl(ctx, nil, "get", "secret", "-n", "kube-system", "-o", "name")
+	out, err := exec.Command(kubeadm, "token", "create", "--kubeconfig", cp.AdminKubeconfig).Output()
+	if err != nil {
+		t.Fatalf("kubeadm token create: %v", err)
+	}
+	token := strings.TrimSpace(string(out))
+	hash, err := CAHash(cp.CACert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenOut, err := exec.Command(filepath.Join(bin, "kubeadm"), "token", "create", "--kubeconfig", cp.AdminKubeconfig, "--print-join-command").Output()
-	if err != nil {
-		t.Fatalf("kubeadm token create: %v (%s)", err, out)
+	args := []string{"join", cp.Endpoint, "--token", token, "--discovery-token-ca-cert-hash", hash,
+		"--node-name", nodeName, "--cri-socket", n.CRISocket()}
+	if len(IgnoredPreflightErrors) > 0 {
+		args = append(args, "--ignore-preflight-errors="+strings.Join(IgnoredPreflightErrors, ","))
 	}
-	args := strings.Fields(string(tokenOut))[1:] // drop "kubeadm"
-	args = append(args, "--node-name", "kubenode-plain", "--cri-socket", n.CRISocket(), "--ignore-preflight-errors", strings.Join(IgnoredPreflightErrors, ","), "-v=1")
-	join := exec.Command(filepath.Join(bin, "kubeadm"), args...)
+	join := exec.Command(kubeadm, args...)
 	join.Env = n.Env()
 	joined := time.Now()
 	if out, err := join.CombinedOutput(); err != nil {
-		t.Fatalf("kubeadm %v: %v\n%s\nkubelet log:\n%s", args, err, out, tailFile(n.KubeletLog(), 40))
+		t.Fatalf("kubeadm %s: %v\n%s\nlast lines of the kubelet's log:\n%s", strings.Join(args, " "), err, out, tailFile(n.KubeletLog(), 40))
 	}
-	t.Logf("kubeadm join: %s", time.Since(joined).Round(100*time.Millisecond))
-	for {
-		status, _ := cp.Kubectl(ctx, nil, "get", "node", "kubenode-plain", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		if status == "True" {
-			break
-		}
-		if time.Since(joined) > 3*time.Minute {
-			t.Fatalf("node not Ready after 3m; kubelet log:\n%s", tailFile(n.KubeletLog(), 40))
-		}
-		time.Sleep(250 * time.Millisecond)
+	t.Logf("kubeadm join returned after %s", time.Since(joined).Round(100*time.Millisecond))
+	if err := waitNodeReady(ctx, cp, nodeName, 2*time.Minute); err != nil {
+		t.Fatalf("%v\nlast lines of the kubelet's log:\n%s", err, tailFile(n.KubeletLog(), 40))
 	}
-	t.Logf("kubeadm join -> Ready: %s", time.Since(joined).Round(100*time.Millisecond))
+	t.Logf("kubeadm join -> Node Ready: %s", time.Since(joined).Round(100*time.Millisecond))
 
+	// What Teardown has to undo is really there (else the checks below
+	// could not fail).
+	joinedState := hostState()
+	for _, want := range []string{"/etc/kubernetes exists", "/var/lib/kubelet exists", "kernel.panic = 10", "process kubelet"} {
+		if !strings.Contains(joinedState, want+"\n") {
+			t.Errorf("while joined, want %q in the host's state:\n%s", want, joinedState)
+		}
+	}
+	kubelet := n.kubeletPID()
+	if kubelet == 0 {
+		t.Fatal("no kubelet runs under the systemctl stand-in's PID file")
+	}
+	started := map[string]int{"kubelet": kubelet, "containerd": n.containerd.cmd.Process.Pid,
+		"etcd": cp.etcd.cmd.Process.Pid, "kube-apiserver": cp.apiserver.cmd.Process.Pid, "kube-controller-manager": cp.kcm.cmd.Process.Pid}
+
+	torn := time.Now()
 	if err := n.Teardown(); err != nil {
-		t.Fatalf("teardown: %v", err)
+		t.Errorf("teardown: %v", err)
 	}
 	cp.Stop()
-	after := hostState(t)
-	if before != after {
+	t.Logf("teardown: %s", time.Since(torn).Round(100*time.Millisecond))
+	for name, pid := range started {
+		if alive(pid) {
+			t.Errorf("%s (PID %d) still runs after Teardown and Stop", name, pid)
+		}
+	}
+	after := hostState()
+	for _, gone := range []string{"/etc/kubernetes", "/var/lib/kubelet"} {
+		if exists(gone) {
+			t.Errorf("%s is left behind", gone)
+		}
+	}
+	if strings.Contains(after, "link cni0") {
+		t.Error("the cni0 bridge is left behind")
+	}
+	if strings.Contains(after, "KUBE-FIREWALL") {
+		t.Error("the KUBE-FIREWALL chain is left behind")
+	}
+	if after != before {
 		t.Errorf("the host is not restored:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 
-// hostState is what a join changes on this host, as text.
-func hostState(t *testing.T) string {
+// CAHash is kubeadm's discovery hash of a CA certificate: sha256 of its
+// SubjectPublicKeyInfo.
+func CAHash(caCertPEMPath string) (string, error) {
+	b, err := os.ReadFile(caCertPEMPath)
+	if err != nil {
+		return "", fmt.Errorf("CA hash: %w", err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return "", fmt.Errorf("CA hash: no PEM certificate in %s", caCertPEMPath)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("CA hash: %w", err)
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// waitNodeReady waits until the Node's Ready condition is True.
+func waitNodeReady(ctx context.Context, cp *ControlPlane, name string, timeout time.Duration) error {
+	var conditions string
+	err := poll(ctx, nil, "Node "+name+" Ready", timeout, func() (bool, error) {
+		var node struct {
+			Status struct {
+				Conditions []struct{ Type, Status, Reason, Message string }
+			}
+		}
+		if err := cp.api(ctx, http.MethodGet, "/api/v1/nodes/"+name, "", nil, &node); err != nil {
+			return false, err
+		}
+		conditions = fmt.Sprintf("%+v", node.Status.Conditions)
+		for _, c := range node.Status.Conditions {
+			if c.Type == "Ready" {
+				return c.Status == "True", nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; its conditions: %s", err, conditions)
+	}
+	return nil
+}
+
+// hostState is, as text, what joining this host changes and Teardown must
+// put back.
+func hostState() string {
 	var b strings.Builder
 	for _, k := range kubeletSysctls {
-		out, _ := exec.Command("sysctl", k).Output()
-		b.Write(out)
+		if v, err := readSysctl(k); err == nil {
+			fmt.Fprintf(&b, "%s = %s\n", k, v)
+		}
 	}
-	for _, p := range []string{"/etc/kubernetes", "/var/lib/kubelet", "/var/lib/cni", nodeCNIConf} {
-		_, err := os.Stat(p)
-		b.WriteString(p + " exists: " + map[bool]string{true: "yes", false: "no"}[err == nil] + "\n")
+	paths := append([]string{"/etc/kubernetes", "/var/lib/kubelet", nodeCNIConf,
+		"/var/lib/containerd", "/opt/containerd", "/var/lib/etcd", "/root/.kube"}, hostPaths...)
+	for _, p := range paths {
+		if exists(p) {
+			fmt.Fprintf(&b, "%s exists\n", p)
+		}
 	}
-	links, _ := exec.Command("ip", "-br", "link").Output()
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	for _, l := range strings.Split(string(links), "\n") {
-		if strings.HasPrefix(l, "cni0") || strings.HasPrefix(l, "veth") {
-			b.WriteString("link " + strings.Fields(l)[0] + "\n")
+		if f := strings.Fields(l); len(f) > 1 && (strings.HasPrefix(f[1], "cni0") || strings.HasPrefix(f[1], "veth")) {
+			fmt.Fprintf(&b, "link %s\n", strings.TrimSuffix(f[1], ":"))
 		}
 	}
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
 		out, _ := exec.Command(save).Output()
 		for _, l := range strings.Split(string(out), "\n") {
 			if strings.Contains(l, "KUBE-") || strings.Contains(l, "CNI-") {
-				b.WriteString(save + ": " + l + "\n")
+				fmt.Fprintf(&b, "%s: %s\n", save, strings.TrimSuffix(l, " [0:0]"))
 			}
 		}
 	}
-	procs, _ := exec.Command("pgrep", "-a", "-f", "kubelet|containerd|etcd|kube-apiserver|kube-controller").Output()
-	for _, l := range strings.Split(strings.TrimSpace(string(procs)), "\n") {
-		if l != "" && !strings.Contains(l, "pgrep") {
-			b.WriteString("process " + l + "\n")
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && (strings.HasPrefix(f[1], "/var/lib/kubelet") || strings.HasPrefix(f[1], "/run/containerd") || strings.HasPrefix(f[1], "/run/netns")) {
+			fmt.Fprintf(&b, "mount %s\n", f[1])
 		}
 	}
+	var procs []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		switch c := strings.TrimSpace(string(comm)); c {
+		case "kubelet", "containerd", "etcd", "kube-apiserver", "kube-controller", "containerd-shim":
+			procs = append(procs, "process "+c+"\n")
+		}
+	}
+	slices.Sort(procs)
+	b.WriteString(strings.Join(procs, ""))
 	return b.String()
 }

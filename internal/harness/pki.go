@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -16,67 +17,94 @@ import (
 	"time"
 )
 
-// pki writes a cluster's certificates with kubeadm's file names into dir.
+// pki writes a cluster's certificates into dir with kubeadm's file names
+// (ca.crt, ca.key, apiserver.crt, sa.key, ...), since kubeadm's phases read
+// the CA from certificatesDir. ECDSA P-256 keeps it to milliseconds.
 type pki struct {
 	dir    string
 	caCert *x509.Certificate
 	caKey  crypto.Signer
 }
 
-func newPKI(dir string) (*pki, error) {
+// leaf is a certificate the control plane needs, signed by the cluster CA.
+type leaf struct {
+	name string // file name without .crt/.key
+	cn   string
+	orgs []string
+	sans []string // set for a serving certificate; nil for a client one
+}
+
+// newPKI makes the cluster CA, the leaves and the service-account key pair.
+func newPKI(dir string, leaves []leaf) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pki: %w", err)
 	}
-	p := &pki{dir: dir}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pki: CA key: %w", err)
 	}
+	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
+		return nil, fmt.Errorf("pki: CA certificate: %w", err)
+	}
+	p := &pki{dir: dir, caKey: key}
+	if p.caCert, err = x509.ParseCertificate(der); err != nil {
+		return nil, fmt.Errorf("pki: CA certificate: %w", err)
+	}
+	if err := p.write("ca", der, key); err != nil {
 		return nil, err
 	}
-	p.caCert, _ = x509.ParseCertificate(der)
-	p.caKey = key
-	return p, p.write("ca", der, key)
+	for _, l := range leaves {
+		if err := p.issue(l); err != nil {
+			return nil, fmt.Errorf("pki: %s: %w", l.name, err)
+		}
+	}
+	if err := p.serviceAccountKey(); err != nil {
+		return nil, fmt.Errorf("pki: service-account key: %w", err)
+	}
+	return p, nil
 }
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 
-// issue signs a leaf certificate.
-func (p *pki) issue(name, cn string, orgs []string, server bool, sans []string) error {
+func (p *pki) issue(l leaf) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return err
 	}
-	if server {
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: l.cn, Organization: l.orgs},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if l.sans != nil {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		for _, s := range sans {
+		for _, s := range l.sans {
 			if ip := net.ParseIP(s); ip != nil {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 			} else {
 				tmpl.DNSNames = append(tmpl.DNSNames, s)
 			}
 		}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
 	if err != nil {
 		return err
 	}
-	return p.write(name, der, key)
+	return p.write(l.name, der, key)
 }
 
 func (p *pki) write(name string, der []byte, key *ecdsa.PrivateKey) error {
@@ -90,13 +118,17 @@ func (p *pki) write(name string, der []byte, key *ecdsa.PrivateKey) error {
 	return os.WriteFile(p.path(name+".key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
-// serviceAccountKey writes sa.key and sa.pub.
+// serviceAccountKey writes sa.key and sa.pub, the pair that signs and
+// verifies service-account tokens.
 func (p *pki) serviceAccountKey() error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
 	pubDER, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
 		return err
@@ -107,11 +139,16 @@ func (p *pki) serviceAccountKey() error {
 	return os.WriteFile(p.path("sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
 }
 
-// kubeconfig writes a kubeconfig using the client certificate name.
+// kubeconfig writes a kubeconfig for server that authenticates with the
+// client certificate of leaf name.
 func (p *pki) kubeconfig(path, server, name string) error {
-	read := func(f string) string {
-		b, _ := os.ReadFile(p.path(f))
-		return b64(b)
+	var data [3]string
+	for i, f := range []string{"ca.crt", name + ".crt", name + ".key"} {
+		b, err := os.ReadFile(p.path(f))
+		if err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", path, err)
+		}
+		data[i] = base64.StdEncoding.EncodeToString(b)
 	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -129,6 +166,9 @@ users:
   user:
     client-certificate-data: %s
     client-key-data: %s
-`, server, read("ca.crt"), name, name, name, name, read(name+".crt"), read(name+".key"))
-	return os.WriteFile(path, []byte(cfg), 0o600)
+`, server, data[0], name, name, name, name, data[1], data[2])
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	return nil
 }

@@ -53,6 +53,8 @@ type Script struct {
 // BOM in the ANSI code page, which would garble any non-ASCII value.
 const UTF8BOM = "\uFEFF"
 
+// New starts a script whose first comment is title. The script stops at the
+// first error ($ErrorActionPreference = 'Stop').
 func New(title string) *Script {
 	s := &Script{}
 	s.b.WriteString(UTF8BOM)
@@ -63,20 +65,25 @@ func New(title string) *Script {
 	return s
 }
 
+// Line appends one line, formatted like fmt.Sprintf, ended by CRLF.
 func (s *Script) Line(format string, args ...any) {
 	fmt.Fprintf(&s.b, format, args...)
 	s.b.WriteString("\r\n")
 }
 
+// Blank appends an empty line.
 func (s *Script) Blank() { s.b.WriteString("\r\n") }
 
+// Comment appends "# text".
 func (s *Script) Comment(text string) { s.Line("# %s", text) }
 
 // Native runs a native command and fails the script on a non-zero exit code,
-// which $ErrorActionPreference does not do for executables.
+// which $ErrorActionPreference does not do for executables. what is a fixed
+// description: it goes inside a double-quoted string.
 func (s *Script) Native(what, command string) {
 	s.Line("%s", command)
 	s.Line("if ($LASTEXITCODE -ne 0) { throw %s }", `"`+what+` failed with exit code $LASTEXITCODE"`)
 }
 
+// Bytes returns the script.
 func (s *Script) Bytes() []byte { return []byte(s.b.String()) }

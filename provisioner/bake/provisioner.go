@@ -47,7 +47,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
 	}
 	if guest == "windows" {
-		return errors.New("guest_os_type windows: the Windows bake is not available in this version of kubenode-bake")
+		return p.provisionWindows(ctx, ui, comm)
 	}
 	return p.provisionLinux(ctx, ui, r)
 }

@@ -2,12 +2,31 @@ package bake
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
 // The version table: every version kubenode-bake knows, and what changes
 // with it. Adding a version is adding a row; nothing else in the
-// provisioner names a version.
+// provisioner names a version (TestNoVersionLiteralsOutsideTheTable checks).
+//
+// Sources, per column:
+//   - Kubernetes PauseImage: k8s.io/kubernetes cmd/kubeadm/app/constants
+//     PauseVersion at the release tag; PodInfraContainerImageFlag:
+//     pkg/kubelet/config/flags.go and cmd/kubeadm/app/phases/kubelet/flags.go.
+//   - containerd ConfigVersion and the CRI section names:
+//     kubernetes-sigs/image-builder ansible/windows/roles/runtimes/templates/config.toml
+//     (version 3 from 2.0); CNIBinDirs: containerd/containerd#11311 (2.1).
+//   - Windows rows: kubernetes-sigs/image-builder
+//     ansible/windows/roles/systemprep/tasks/main.yml and runtimes/tasks/containerd.yml
+//     (registry values, dynamic port range); MinPause: kubernetes
+//     build/pause/CHANGELOG.md (3.4: 1809, 3.6: ltsc2022; 3.10.2: ltsc2025,
+//     kubernetes/kubernetes#136960 and #138195, containerd/containerd#13156).
+//   - Download URLs: dl.k8s.io/release/<v>/bin/<os>/amd64/<binary> with
+//     <binary>.sha256; containerd's and containernetworking/plugins' GitHub
+//     release assets with their .sha256sum / .sha256 files
+//     (containernetworking/plugins scripts/release.sh).
 
 // KubernetesRelease is a Kubernetes release the bake installs.
 type KubernetesRelease struct {
@@ -15,6 +34,14 @@ type KubernetesRelease struct {
 	// PauseImage is kubeadm's default sandbox image for this release
 	// (cmd/kubeadm/app/constants PauseVersion).
 	PauseImage string
+	// PodInfraContainerImageFlag: the kubelet still accepts
+	// --pod-infra-container-image (deprecated; it only keeps the image from
+	// the kubelet's image garbage collection, "will be removed in 1.35"),
+	// and kubeadm join writes it into kubeadm-flags.env with kubeadm's own
+	// pause image. Where true, the Windows bake hands the node's pause image
+	// to kubeadm through the joiner, so the kubelet keeps the image
+	// containerd actually runs.
+	PodInfraContainerImageFlag bool
 }
 
 // ContainerdRelease is a containerd release and the runc it ships with.
@@ -22,7 +49,10 @@ type ContainerdRelease struct {
 	Version string
 	// ConfigVersion of config.toml: 2 for containerd 1.x, 3 for 2.x.
 	ConfigVersion int
-	RuncVersion   string
+	// CNIBinDirs: the CRI CNI section takes `bin_dirs` (a list), which
+	// replaces the deprecated `bin_dir` (containerd 2.1+).
+	CNIBinDirs  bool
+	RuncVersion string
 }
 
 // CNIPluginsRelease is a containernetworking/plugins release.
@@ -30,18 +60,75 @@ type CNIPluginsRelease struct {
 	Version string
 }
 
+// WindowsRelease is a Windows Server release a Windows node runs.
+type WindowsRelease struct {
+	// Version is the `windows_version` value: the release's year.
+	Version string
+	// Build is the OS build number (Win32_OperatingSystem.BuildNumber).
+	Build int
+	// MinPause is the oldest registry.k8s.io/pause tag with an image for
+	// this build: a Windows container runs only on the build it was made for.
+	MinPause string
+	// Registry holds the values image-builder sets on this release only.
+	Registry []RegistryDWORD
+	// HyperV: the Hyper-V role can be installed beside Containers (when the
+	// CPU offers virtualization and SLAT, checked on the guest).
+	HyperV bool
+}
+
+// RegistryDWORD is one REG_DWORD value under HKLM.
+type RegistryDWORD struct {
+	Key   string // under HKLM:\, e.g. SYSTEM\CurrentControlSet\Services\hns\State
+	Name  string
+	Value uint32
+	// Why is shown in the generated script.
+	Why string
+}
+
+// PortRange is a dynamic (ephemeral) port range.
+type PortRange struct{ Start, Count int }
+
+// upstreamPause is the pause image repository whose Windows variants the
+// MinPause column describes.
+const upstreamPause = "registry.k8s.io/pause"
+
+const featureOverrides = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureManagement\Overrides`
+
 // Rows, oldest first; the last row of each is the default.
 var (
 	kubernetesReleases = []KubernetesRelease{
-		{Version: "v1.33.13", PauseImage: "registry.k8s.io/pause:3.10"},
+		{Version: "v1.33.13", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true},
 	}
 	containerdReleases = []ContainerdRelease{
 		{Version: "1.7.27", ConfigVersion: 2, RuncVersion: "v1.2.6"},
-		{Version: "2.1.4", ConfigVersion: 3, RuncVersion: "v1.3.0"},
+		{Version: "2.1.4", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
 	}
 	cniPluginsReleases = []CNIPluginsRelease{
 		{Version: "v1.6.2"},
 	}
+	windowsReleases = []WindowsRelease{
+		{Version: "2019", Build: 17763, MinPause: "3.4", HyperV: true, Registry: []RegistryDWORD{
+			{`SYSTEM\CurrentControlSet\Services\hns\State`, "HNSControlFlag", 80, "HNS fixes 0x40 and 0x10 of the 2022-11B update"},
+			{`SYSTEM\CurrentControlSet\Services\wcifs`, "WcifsSOPCountDisabled", 0, "WCIFS fix of the 2022-10B update"},
+		}},
+		{Version: "2022", Build: 20348, MinPause: "3.6", HyperV: true, Registry: []RegistryDWORD{
+			{featureOverrides, "1114842764", 0, "VFP lock-contention change of the 2025-4B update off: it broke the Windows test grid"},
+		}},
+		{Version: "2025", Build: 26100, MinPause: "3.10.2", HyperV: true, Registry: []RegistryDWORD{
+			{featureOverrides, "520997518", 1, "VFP lock-contention change on (a networking fix)"},
+		}},
+	}
+)
+
+// Windows settings that hold on every release in the table.
+var (
+	// windowsRegistry is set on every release (image-builder's containerd role).
+	windowsRegistry = []RegistryDWORD{
+		{`SYSTEM\CurrentControlSet\Services\hns\State`, "EnableCompartmentNamespace", 1, "DNS resolution of SMB shares from containers"},
+	}
+	// windowsDynamicTCPPorts widens the ephemeral range against port
+	// exhaustion on busy nodes (image-builder's systemprep role).
+	windowsDynamicTCPPorts = PortRange{Start: 34000, Count: 31536}
 )
 
 func lookup[R any](key, version string, rows []R, id func(R) string) (R, error) {
@@ -74,6 +161,25 @@ func LookupCNIPlugins(v string) (CNIPluginsRelease, error) {
 	return lookup("cni_plugins_version", v, cniPluginsReleases, func(r CNIPluginsRelease) string { return r.Version })
 }
 
+// LookupWindows finds a Windows Server release by year ("" is the newest).
+func LookupWindows(v string) (WindowsRelease, error) {
+	return lookup("windows_version", v, windowsReleases, func(r WindowsRelease) string { return r.Version })
+}
+
+// LookupWindowsBuild finds the Windows Server release of an OS build number,
+// as the guest reports it.
+func LookupWindowsBuild(build int) (WindowsRelease, error) {
+	var known []string
+	for _, r := range windowsReleases {
+		if r.Build == build {
+			return r, nil
+		}
+		known = append(known, fmt.Sprintf("%d (Windows Server %s)", r.Build, r.Version))
+	}
+	return WindowsRelease{}, fmt.Errorf("windows_version: the guest runs Windows build %d, which is not in kubenode-bake's version table (known: %s)",
+		build, strings.Join(known, ", "))
+}
+
 // LinuxArtifacts are the release's binaries for linux/amd64 from dl.k8s.io,
 // each with its published .sha256.
 func (k KubernetesRelease) LinuxArtifacts() []Artifact {
@@ -81,6 +187,18 @@ func (k KubernetesRelease) LinuxArtifacts() []Artifact {
 	for _, b := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl} {
 		u := "https://dl.k8s.io/release/" + k.Version + "/bin/linux/amd64/" + b
 		out = append(out, Artifact{Name: b, FileName: b, URL: u, ChecksumURL: u + ".sha256"})
+	}
+	return out
+}
+
+// WindowsArtifacts are the release's binaries for windows/amd64 from
+// dl.k8s.io (kube-log-runner runs the kubelet service and writes its log),
+// each with its published .sha256.
+func (k KubernetesRelease) WindowsArtifacts() []Artifact {
+	var out []Artifact
+	for _, b := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner} {
+		u := "https://dl.k8s.io/release/" + k.Version + "/bin/windows/amd64/" + b + ".exe"
+		out = append(out, Artifact{Name: b, FileName: b + ".exe", URL: u, ChecksumURL: u + ".sha256"})
 	}
 	return out
 }
@@ -98,9 +216,83 @@ func (c ContainerdRelease) LinuxArtifacts() []Artifact {
 	}
 }
 
+// WindowsArtifact is containerd's windows/amd64 release tarball (bin/ holds
+// containerd.exe, ctr.exe and the runhcs shim; Windows needs no runc).
+func (c ContainerdRelease) WindowsArtifact() Artifact {
+	tarball := "containerd-" + c.Version + "-windows-amd64.tar.gz"
+	u := "https://github.com/containerd/containerd/releases/download/v" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactContainerd, FileName: tarball, URL: u, ChecksumURL: u + ".sha256sum"}
+}
+
 // LinuxArtifact is the CNI plugins tarball for linux/amd64.
 func (c CNIPluginsRelease) LinuxArtifact() Artifact {
 	tarball := "cni-plugins-linux-amd64-" + c.Version + ".tgz"
 	u := "https://github.com/containernetworking/plugins/releases/download/" + c.Version + "/" + tarball
 	return Artifact{Name: ArtifactCNIPlugins, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}
+
+// WindowsArtifact is the CNI plugins tarball for windows/amd64
+// (host-local.exe, win-bridge.exe, win-overlay.exe).
+func (c CNIPluginsRelease) WindowsArtifact() Artifact {
+	tarball := "cni-plugins-windows-amd64-" + c.Version + ".tgz"
+	u := "https://github.com/containernetworking/plugins/releases/download/" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactCNIPlugins, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}
+
+// WindowsPauseImage is the default pause image of a Windows node: kubeadm's
+// for the Kubernetes release, raised to the first upstream tag that has an
+// image for the Windows build.
+func WindowsPauseImage(k KubernetesRelease, w WindowsRelease) string {
+	if tag, ok := upstreamPauseTag(k.PauseImage); ok && compareVersions(tag, w.MinPause) >= 0 {
+		return k.PauseImage
+	}
+	return upstreamPause + ":" + w.MinPause
+}
+
+// CheckWindowsPause refuses an upstream pause image too old to have an image
+// for the Windows build. Other repositories (a mirror, mcr.microsoft.com)
+// tag their builds their own way and are not checked.
+func CheckWindowsPause(image string, w WindowsRelease) error {
+	tag, ok := upstreamPauseTag(image)
+	if !ok || compareVersions(tag, w.MinPause) >= 0 {
+		return nil
+	}
+	return fmt.Errorf("pause_image: %s has no image for Windows Server %s (build %d): the minimum is %s:%s; leave pause_image unset for that default",
+		image, w.Version, w.Build, upstreamPause, w.MinPause)
+}
+
+// upstreamPauseTag returns the numeric tag of registry.k8s.io/pause:<tag>.
+func upstreamPauseTag(image string) (string, bool) {
+	repo, tag, ok := strings.Cut(image, ":")
+	if !ok || repo != upstreamPause || parseVersion(tag) == nil {
+		return "", false
+	}
+	return tag, true
+}
+
+// parseVersion reads "3.10.2" (an optional leading v) as [3 10 2]; nil if
+// it is not dotted numbers.
+func parseVersion(v string) []int {
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// compareVersions compares dotted versions numerically; a missing part is 0.
+func compareVersions(a, b string) int {
+	va, vb := parseVersion(a), parseVersion(b)
+	for len(va) < len(vb) {
+		va = append(va, 0)
+	}
+	for len(vb) < len(va) {
+		vb = append(vb, 0)
+	}
+	return slices.Compare(va, vb)
 }

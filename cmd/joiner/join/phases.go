@@ -507,6 +507,11 @@ func poll(ctx context.Context, d *data, timeout time.Duration, fn func(context.C
 	return pollEvery(ctx, d.opts.Interval, timeout, fn)
 }
 
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
+}
+
 func pollEvery(ctx context.Context, interval, timeout time.Duration, fn func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
@@ -515,8 +520,9 @@ func pollEvery(ctx context.Context, interval, timeout time.Duration, fn func(con
 			return true, nil
 		}
 		// An attempt cut short by the wait's own deadline says nothing
-		// about the cluster: keep the error before it.
-		if ctx.Err() == nil || last == nil {
+		// about the cluster: keep the error before it. (The deadline may
+		// have passed before ctx says so.)
+		if !pastDeadline(ctx) || last == nil {
 			last = err
 		}
 		if isPermanent(err) {

@@ -1,0 +1,394 @@
+package bake
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/retry"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+)
+
+// Upload is a file the Windows flow puts on the guest, and checks there,
+// before anything is installed.
+type Upload struct {
+	// Name is the artifact's name in messages; default: Remote's file name.
+	Name string
+	// Local is the file on this machine.
+	Local string
+	// Remote is its path on the guest, e.g. C:\Windows\Temp\kubenode\kubelet.exe.
+	Remote string
+	// SHA256 is the hex digest the guest must find.
+	SHA256 string
+}
+
+func (u Upload) name() string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return path.Base(uploadPath(u.Remote))
+}
+
+// The restart after the Containers feature: the guest is asked for its boot
+// time before, and polled after, with a growing delay, until it answers
+// with a new one (the way Packer's windows-restart provisioner waits:
+// commands fail while the machine is down, then it answers again). Tests
+// shrink these.
+var (
+	windowsRestartBackoff = retry.Backoff{InitialBackoff: 5 * time.Second, MaxBackoff: 30 * time.Second, Multiplier: 1.5}
+	// windowsRestartAttempt bounds one check: a connection to a machine that
+	// is going down can hang.
+	windowsRestartAttempt = 2 * time.Minute
+)
+
+// windowsRestartCommand restarts in 5 s, so the command returns its exit
+// code before the connection drops.
+const windowsRestartCommand = `shutdown /r /t 5 /c "kubenode-bake: Containers feature"`
+
+// windowsBootCheck prints the boot time and whether component servicing
+// (the features' second phase) is still going on.
+const windowsBootCheck = `$os = Get-CimInstance -ClassName Win32_OperatingSystem
+$cbs = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing'
+$servicing = (Test-Path -LiteralPath ($cbs + '\RebootInProgress')) -or (Test-Path -LiteralPath ($cbs + '\PackagesPending'))
+Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString('o') + ' servicing=' + $servicing)`
+
+// RunWindows bakes a Windows guest: it uploads the artifacts to the plan's
+// staging directory, checks their sha256 on the guest, then runs each step's
+// script (uploaded, then run with powershell -File: a script does not fit
+// the 8191-character command line), restarting Windows after the Containers
+// feature when it asks for it. Every step reports in the UI; a failed step's
+// command, exit code and last output lines are shown and returned.
+func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan WindowsPlan, uploads []Upload) error {
+	steps, err := WindowsSteps(plan)
+	if err != nil {
+		return err
+	}
+	plan = plan.withDefaults()
+	r := &windowsRemote{comm: comm, ui: ui}
+	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
+		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
+
+	mkdir := "New-Item -ItemType Directory -Force -Path " + powershell.Quote(plan.Staging) + " | Out-Null"
+	if _, err := r.run(ctx, "staging", powershellEncoded(mkdir)); err != nil {
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts to %s", len(uploads), plan.Staging))
+	for _, u := range uploads {
+		ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
+		if err := uploadFile(comm, u.Local, u.Remote); err != nil {
+			return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
+		}
+	}
+	ui.Say("kubenode-bake [verify-artifacts]")
+	out, err := r.script(ctx, plan.Staging, "00-verify-artifacts", WindowsVerifyScript(uploads))
+	if err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			return fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
+				strings.Join(linesWith(out, "mismatch: ", "missing: "), "\n  "))
+		}
+		return err
+	}
+
+	changed := 0
+	for i, s := range steps {
+		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
+		if err != nil {
+			return err
+		}
+		changed += strings.Count(out, "changed: ")
+		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
+			if err := r.restart(ctx, plan.RestartTimeout); err != nil {
+				ui.Error(err.Error())
+				return err
+			}
+		}
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
+	return nil
+}
+
+// windowsRemote runs PowerShell through the communicator. Commands start
+// with powershell.exe, so they work whether the communicator's shell is
+// cmd.exe (WinRM) or PowerShell (OpenSSH with DefaultShell set).
+type windowsRemote struct {
+	comm packersdk.Communicator
+	ui   packersdk.Ui
+}
+
+// script uploads a step's script to the staging directory and runs it.
+func (r *windowsRemote) script(ctx context.Context, staging, name string, script []byte) (string, error) {
+	remote := staging + `\` + name + ".ps1"
+	if err := r.comm.Upload(uploadPath(remote), bytes.NewReader(script), nil); err != nil {
+		err = fmt.Errorf("step %s: uploading its script to %s: %w", name, remote, err)
+		r.ui.Error(err.Error())
+		return "", err
+	}
+	return r.run(ctx, stepName(name), powershellFile(remote))
+}
+
+// stepName drops the order prefix of a script name.
+func stepName(script string) string {
+	if _, name, ok := strings.Cut(script, "-"); ok {
+		return name
+	}
+	return script
+}
+
+// run runs command, showing its output in the UI. A non-zero exit is a
+// *StepError naming the step, with the command, its exit code and the tail
+// of its output, also shown with ui.Error.
+func (r *windowsRemote) run(ctx context.Context, step, command string) (string, error) {
+	tail := &lineTail{max: 25}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
+	if err := cmd.RunWithUi(ctx, r.comm, r.ui); err != nil {
+		err = fmt.Errorf("step %s: starting `%s`: %w", step, command, err)
+		r.ui.Error(err.Error())
+		return "", err
+	}
+	if code := cmd.ExitStatus(); code != 0 {
+		err := &StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
+		r.ui.Error(err.Error())
+		return tail.all(), err
+	}
+	return tail.all(), nil
+}
+
+// exec runs command quietly and returns its exit code and output; ctx
+// bounds the whole command, also a Start that hangs on a dead connection.
+func (r *windowsRemote) exec(ctx context.Context, command string) (int, string, error) {
+	out := &lineTail{max: 25}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: out}
+	started := make(chan error, 1)
+	go func() { started <- r.comm.Start(ctx, cmd) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return -1, "", err
+		}
+	case <-ctx.Done():
+		return -1, "", ctx.Err()
+	}
+	exited := make(chan int, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case code := <-exited:
+		return code, out.all(), nil
+	case <-ctx.Done():
+		return -1, out.all(), ctx.Err()
+	}
+}
+
+// bootState asks the guest for its boot time and whether servicing runs.
+func (r *windowsRemote) bootState(ctx context.Context) (boot string, servicing bool, err error) {
+	code, out, err := r.exec(ctx, powershellEncoded(windowsBootCheck))
+	if err != nil {
+		return "", false, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-boot: ")
+		if !ok {
+			continue
+		}
+		boot, flag, _ := strings.Cut(rest, " servicing=")
+		return boot, strings.EqualFold(flag, "True"), nil
+	}
+	return "", false, fmt.Errorf("the boot check exited with %d and printed no boot time: %s", code, strings.TrimSpace(out))
+}
+
+// restart restarts Windows and waits until it answers with a new boot time
+// and has finished configuring features, for at most timeout.
+func (r *windowsRemote) restart(ctx context.Context, timeout time.Duration) error {
+	before, _, err := r.bootState(ctx)
+	if err != nil {
+		return fmt.Errorf("restart: reading the boot time before restarting: %w", err)
+	}
+	r.ui.Say("kubenode-bake [restart]: Windows restarts to finish installing the Containers feature")
+	code, out, err := r.exec(ctx, windowsRestartCommand)
+	if err != nil {
+		return fmt.Errorf("restart: `%s`: %w", windowsRestartCommand, err)
+	}
+	// 1115: a shutdown is in progress; 1190: one is scheduled already.
+	if code != 0 && code != 1115 && code != 1190 {
+		return &StepError{Step: "restart", Command: windowsRestartCommand, ExitCode: code, Tail: "  " + strings.TrimSpace(out)}
+	}
+	r.ui.Message(fmt.Sprintf("waiting up to %s (restart_timeout) for Windows to come back", timeout))
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	backoff := windowsRestartBackoff
+	var last error
+	var boot string
+	err = retry.Config{StartTimeout: timeout, RetryDelay: backoff.Linear}.Run(wait, func(ctx context.Context) error {
+		attempt, cancel := context.WithTimeout(ctx, windowsRestartAttempt)
+		defer cancel()
+		now, servicing, err := r.bootState(attempt)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("no answer yet: %w", err)
+		case now == before:
+			last = errors.New("Windows has not restarted yet")
+		case servicing:
+			last = errors.New("Windows is still configuring the features it installed")
+		default:
+			boot = now
+			return nil
+		}
+		r.ui.Message("still waiting: " + last.Error())
+		return last
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("restart: Windows did not come back within restart_timeout (%s) after the Containers feature's restart; last check: %v. "+
+			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, last)
+	}
+	r.ui.Say("kubenode-bake [restart]: Windows is back, booted at " + boot)
+	return nil
+}
+
+// powershellEncoded runs a short script as -EncodedCommand (base64 of
+// UTF-16LE), which needs no quoting in either cmd.exe or PowerShell.
+func powershellEncoded(script string) string {
+	u := utf16.Encode([]rune(script))
+	b := make([]byte, 0, 2*len(u))
+	for _, c := range u {
+		b = append(b, byte(c), byte(c>>8))
+	}
+	return "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+}
+
+// powershellFile runs an uploaded script; its exit code is the command's.
+func powershellFile(remote string) string {
+	return `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + remote + `"`
+}
+
+// uploadPath writes a guest path with forward slashes: the SSH
+// communicator splits the destination with the build machine's path rules,
+// and Windows (WinRM, OpenSSH) takes either slash.
+func uploadPath(p string) string { return strings.ReplaceAll(p, `\`, "/") }
+
+func uploadFile(comm packersdk.Communicator, local, remote string) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return comm.Upload(uploadPath(remote), f, &fi)
+}
+
+// linesWith returns the lines of out that start with one of the prefixes.
+func linesWith(out string, prefixes ...string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				lines = append(lines, l)
+				break
+			}
+		}
+	}
+	return lines
+}
+
+// windowsPlan turns the configuration into the Windows plan for the
+// guest's release and the artifacts it needs.
+func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error) {
+	k8s, errK := LookupKubernetes(c.KubernetesVersion)
+	ctr, errC := LookupContainerd(c.ContainerdVersion)
+	cni, errN := LookupCNIPlugins(c.CNIPluginsVersion)
+	if err := errors.Join(errK, errC, errN); err != nil {
+		return WindowsPlan{}, nil, err
+	}
+	if c.ContainerdSource == "package" {
+		return WindowsPlan{}, nil, errors.New(`containerd_source: "package" is Linux-only; Windows installs containerd's release tarball (containerd_source = "tarball")`)
+	}
+	plan := WindowsPlan{
+		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
+		PauseImage:         c.PauseImage,
+		Proxy:              Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
+		CNI:                c.CNI,
+		DefenderExclusions: c.DefenderExclusions == nil || *c.DefenderExclusions,
+		HyperV:             c.HyperV,
+		InstallJoiner:      c.InstallJoiner == nil || *c.InstallJoiner,
+		NodeLabels:         c.NodeLabels,
+		KubeletExtraArgs:   c.KubeletExtraArgs,
+		RestartTimeout:     c.RestartTimeout,
+	}
+	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
+	if plan.InstallJoiner {
+		arts = append(arts, Artifact{Name: ArtifactJoiner, FileName: windowsJoinerFileName})
+	}
+	plan = plan.withDefaults()
+	if err := plan.Validate(); err != nil {
+		return WindowsPlan{}, nil, err
+	}
+	return plan, arts, nil
+}
+
+// provisionWindows bakes a Windows guest: its release from the build number
+// it reports, the artifacts resolved (and checked) on this machine, then
+// RunWindows, and what was baked recorded for kubenode-export.
+func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator) error {
+	c := &p.config
+	r := &windowsRemote{comm: comm, ui: ui}
+	code, out, err := r.exec(ctx, powershellEncoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
+	if err != nil || code != 0 {
+		return fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+	}
+	build, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return fmt.Errorf("asking the guest for its Windows build: %q is not a build number", strings.TrimSpace(out))
+	}
+	win, err := LookupWindowsBuild(build)
+	if err != nil {
+		return err
+	}
+	plan, arts, err := c.windowsPlan(win)
+	if err != nil {
+		return err
+	}
+	if arts, err = c.resolve(ctx, ui, arts); err != nil {
+		return err
+	}
+	uploads := make([]Upload, len(arts))
+	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
+		PauseImage: plan.PauseImage, Checksums: map[string]string{}}
+	for i, a := range arts {
+		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
+		facts.Checksums[a.Name] = a.SHA256
+	}
+	if err := RunWindows(ctx, ui, comm, plan, uploads); err != nil {
+		return err
+	}
+	if plan.InstallJoiner {
+		code, out, err := r.exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+		fields := strings.Fields(out)
+		if err != nil || code != 0 || len(fields) < 2 {
+			return fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+		}
+		facts.Joiner = fields[1]
+	}
+	if err := baked.Write(c.PackerBuildName, facts); err != nil {
+		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
+	}
+	return nil
+}
