@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
 
 const (
@@ -102,7 +104,7 @@ func TestRenderLinuxGolden(t *testing.T) {
 			var names []string
 			for _, f := range files {
 				names = append(names, f.Name)
-				golden(t, "linux/"+dir+"/"+f.Name, f.Data)
+				golden.Assert(t, "linux/"+dir+"/"+f.Name, f.Data)
 			}
 			assert.Equal(t, wantNames[l.Flavor], names)
 		})

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
 
 func baseWindows() Windows {
@@ -50,7 +52,7 @@ func TestRenderWindowsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out, err := RenderWindows(w)
 			require.NoError(t, err)
-			golden(t, "windows/"+name+".xml", out)
+			golden.Assert(t, "windows/"+name+".xml", out)
 		})
 	}
 	t.Run("custom", func(t *testing.T) {
@@ -66,21 +68,21 @@ func TestRenderWindowsGolden(t *testing.T) {
 		w.FirstLogonCommands = []string{`cmd /c echo "a & b" > C:\first.txt`}
 		out, err := RenderWindows(w)
 		require.NoError(t, err)
-		golden(t, "windows/windows-2022-custom.xml", out)
+		golden.Assert(t, "windows/windows-2022-custom.xml", out)
 	})
 }
 
 func TestRenderWindowsFirstBootGolden(t *testing.T) {
 	out, err := RenderWindowsFirstBoot(WindowsFirstBoot{Password: "Clone&Pass<1>"})
 	require.NoError(t, err)
-	golden(t, "windows/firstboot-default.xml", out)
+	golden.Assert(t, "windows/firstboot-default.xml", out)
 
 	out, err = RenderWindowsFirstBoot(WindowsFirstBoot{
 		Password: "Clone&Pass<1>", PasswordEncoding: PasswordPlainText, ComputerName: "node-7",
 		Commands: []string{`sc.exe config kubenode-joiner start= auto`, `cmd /c echo joined > C:\k\first-boot.txt`},
 	})
 	require.NoError(t, err)
-	golden(t, "windows/firstboot-custom.xml", out)
+	golden.Assert(t, "windows/firstboot-custom.xml", out)
 
 	root := parseXML(t, out)
 	specialize := root.pass(t, passSpecialize)
@@ -108,7 +110,7 @@ func TestRenderWindowsBootstrapGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out, err := RenderWindowsBootstrap(w)
 			require.NoError(t, err)
-			golden(t, "windows/"+name, out)
+			golden.Assert(t, "windows/"+name, out)
 			s := string(out)
 			assert.True(t, strings.HasPrefix(s, powershell.UTF8BOM), "script must start with a UTF-8 BOM")
 			// The gate is opened first and closed last.

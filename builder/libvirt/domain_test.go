@@ -2,30 +2,15 @@ package libvirt
 
 import (
 	"encoding/xml"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
-
-func golden(t *testing.T, name string, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "run `go test ./builder/libvirt -run %s -update`", t.Name())
-	assert.Equal(t, string(want), got)
-}
 
 func windowsSpec() domainSpec {
 	return domainSpec{
@@ -52,10 +37,10 @@ func linuxSpec() domainSpec {
 func TestDomainXMLGolden(t *testing.T) {
 	x, err := domainXML(windowsSpec())
 	require.NoError(t, err)
-	golden(t, "domain-windows-2022-uefi.xml", x)
+	golden.Assert(t, "domain-windows-2022-uefi.xml", []byte(x))
 	x, err = domainXML(linuxSpec())
 	require.NoError(t, err)
-	golden(t, "domain-linux-base-disk.xml", x)
+	golden.Assert(t, "domain-linux-base-disk.xml", []byte(x))
 }
 
 func TestDomainXMLWindows(t *testing.T) {

@@ -1,7 +1,6 @@
 package bake
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,23 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current renderers")
-
-// golden compares got with testdata/<name>, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "golden file missing: run `go test ./provisioner/bake -run %s -update`", t.Name())
-	assert.Equal(t, string(want), string(got), "%s differs from the renderer's output; if the change is intended, rerun with -update and review the diff", p)
-}
 
 // The golden cases take their versions from the table, never from
 // literals: a new row changes the goldens through -update, not the tests.
@@ -120,9 +105,9 @@ func renderedWindows(t *testing.T) map[string][]byte {
 
 func TestWindowsGolden(t *testing.T) {
 	for name, got := range renderedWindows(t) {
-		t.Run(name, func(t *testing.T) { golden(t, name, got) })
+		t.Run(name, func(t *testing.T) { golden.Assert(t, name, got) })
 	}
-	if *update {
+	if *golden.Update {
 		return
 	}
 	// No stale goldens: every file under testdata/windows is rendered.
