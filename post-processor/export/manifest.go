@@ -1,11 +1,8 @@
 package export
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,20 +60,6 @@ type Output struct {
 	Compression string `json:"compression"`
 	Size        int64  `json:"size"`
 	SHA256      string `json:"sha256"`
-}
-
-// sha256File returns the hex SHA-256 of a file.
-func sha256File(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // writeChecksum writes <file>.sha256 in the format `sha256sum -c` reads.

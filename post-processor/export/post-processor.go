@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
@@ -83,7 +84,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		if err != nil {
 			return nil, true, true, err
 		}
-		sum, err := sha256File(dst)
+		sum, err := filehash.SHA256(dst)
 		if err != nil {
 			return nil, true, true, err
 		}

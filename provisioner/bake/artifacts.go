@@ -14,6 +14,8 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 )
 
 // Artifact is one file to put on the guest.
@@ -50,7 +52,7 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []Artifact) 
 		}
 		if err == nil {
 			a.Local = local
-			a.SHA256, err = fileSHA256(local)
+			a.SHA256, err = filehash.SHA256(local)
 		}
 		if err == nil {
 			if want := c.ArtifactChecksums[a.Name]; want != "" && want != a.SHA256 {
@@ -97,7 +99,7 @@ func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (str
 		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
 	}
 	dst := filepath.Join(c.DownloadCacheDir, want, a.FileName)
-	if got, err := fileSHA256(dst); err == nil && got == want {
+	if got, err := filehash.SHA256(dst); err == nil && got == want {
 		ui.Message(fmt.Sprintf("%s: cached at %s", a.Name, dst))
 		return dst, nil
 	}
@@ -174,17 +176,4 @@ func (c *Config) proxyFunc() func(*http.Request) (*url.URL, error) {
 	}
 	p := (&httpproxy.Config{HTTPProxy: c.HTTPProxy, HTTPSProxy: c.HTTPSProxy, NoProxy: c.NoProxy}).ProxyFunc()
 	return func(r *http.Request) (*url.URL, error) { return p(r.URL) }
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
