@@ -34,9 +34,9 @@ const linuxStaging = "/var/tmp/kubenode-bake"
 func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
 	c := &p.config
 	guest := c.GuestOS
-	r := &linuxRemote{comm: comm, ui: ui}
+	r := &remote{comm: comm, ui: ui}
 	if guest == "" {
-		out, code, err := r.output(ctx, "uname -s")
+		code, out, err := r.exec(ctx, "uname -s")
 		if err != nil {
 			return fmt.Errorf("asking the guest for its OS: %w", err)
 		}
@@ -52,7 +52,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	return p.provisionLinux(ctx, ui, r)
 }
 
-func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *linuxRemote) error {
+func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *remote) error {
 	c := &p.config
 	plan, arts, err := c.linuxPlan()
 	if err != nil {
@@ -65,13 +65,14 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *li
 		return err
 	}
 
-	uid, _, err := r.output(ctx, "id -u")
+	_, uid, err := r.exec(ctx, "id -u")
+	uid = strings.TrimSpace(uid)
 	if err != nil {
 		return err
 	}
 	if uid != "0" {
 		r.sudo = "sudo -n "
-		if _, code, err := r.output(ctx, "sudo -n true"); err != nil || code != 0 {
+		if code, _, err := r.exec(ctx, "sudo -n true"); err != nil || code != 0 {
 			return errors.New("the communicator's user is not root and cannot sudo without a password: kubenode-bake needs one of both")
 		}
 	}
@@ -120,13 +121,14 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *li
 }
 
 // linuxFacts asks the guest what it now runs, for the image's manifest.
-func (p *Provisioner) linuxFacts(ctx context.Context, r *linuxRemote, plan LinuxPlan, arts []Artifact) (baked.Facts, error) {
+func (p *Provisioner) linuxFacts(ctx context.Context, r *remote, plan LinuxPlan, arts []Artifact) (baked.Facts, error) {
 	f := baked.Facts{Kubernetes: plan.KubernetesVersion, PauseImage: plan.PauseImage, Checksums: map[string]string{}}
 	for _, a := range arts {
 		f.Checksums[a.Name] = a.SHA256
 	}
 	ask := func(what, command string) (string, error) {
-		out, code, err := r.output(ctx, command)
+		code, out, err := r.exec(ctx, command)
+		out = strings.TrimSpace(out)
 		if err != nil || code != 0 {
 			return "", fmt.Errorf("asking the guest for the %s version (`%s`): exit %d, %v: %s", what, command, code, err, out)
 		}

@@ -11,42 +11,67 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 )
 
-// linuxRemote runs the Linux bake's scripts through the communicator.
-type linuxRemote struct {
+// remote runs the bake's commands and uploads through the communicator.
+// On Windows commands start with powershell.exe, so they work whether the
+// communicator's shell is cmd.exe (WinRM) or PowerShell (OpenSSH).
+type remote struct {
 	comm packersdk.Communicator
 	ui   packersdk.Ui
-	// sudo prefixes commands when the communicator's user is not root.
+	// sudo prefixes Linux commands when the communicator's user is not root.
 	sudo string
 }
 
-// output runs command and returns its stdout, without showing it.
-func (r *linuxRemote) output(ctx context.Context, command string) (string, int, error) {
-	var out, errOut bytes.Buffer
-	cmd := &packersdk.RemoteCmd{Command: command, Stdout: &out, Stderr: &errOut}
-	if err := r.comm.Start(ctx, cmd); err != nil {
-		return "", -1, err
-	}
-	code := cmd.Wait()
-	return strings.TrimSpace(out.String() + errOut.String()), code, nil
-}
-
-// run runs command, showing its output in the UI; a non-zero exit is an
-// error that names the step and carries the command, its exit code and
-// the tail of its output.
-func (r *linuxRemote) run(ctx context.Context, step, command string) (string, error) {
+// run runs command, showing its output in the UI. A non-zero exit is a
+// *StepError naming the step, with the command, its exit code and the tail
+// of its output, also shown with ui.Error.
+func (r *remote) run(ctx context.Context, step, command string) (string, error) {
 	tail := &lineTail{max: 25}
 	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
 	if err := cmd.RunWithUi(ctx, r.comm, r.ui); err != nil {
-		return "", fmt.Errorf("%s: starting `%s`: %w", step, command, err)
+		err = fmt.Errorf("step %s: starting `%s`: %w", step, command, err)
+		r.ui.Error(err.Error())
+		return "", err
 	}
 	if code := cmd.ExitStatus(); code != 0 {
-		return tail.all(), &StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
+		err := &StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
+		r.ui.Error(err.Error())
+		return tail.all(), err
 	}
 	return tail.all(), nil
 }
 
+// exec runs command quietly and returns its exit code and output; ctx
+// bounds the whole command, also a Start that hangs on a dead connection.
+func (r *remote) exec(ctx context.Context, command string) (int, string, error) {
+	out := &lineTail{max: 25}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: out}
+	started := make(chan error, 1)
+	go func() { started <- r.comm.Start(ctx, cmd) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return -1, "", err
+		}
+	case <-ctx.Done():
+		return -1, "", ctx.Err()
+	}
+	exited := make(chan int, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case code := <-exited:
+		return code, out.all(), nil
+	case <-ctx.Done():
+		return -1, out.all(), ctx.Err()
+	}
+}
+
+// uploadPath writes a guest path with forward slashes: the SSH
+// communicator splits the destination with the build machine's path rules,
+// and Windows (WinRM, OpenSSH) takes either slash.
+func uploadPath(p string) string { return strings.ReplaceAll(p, `\`, "/") }
+
 // upload copies a local file to the guest.
-func (r *linuxRemote) upload(local, remote string) error {
+func (r *remote) upload(local, remote string) error {
 	f, err := os.Open(local)
 	if err != nil {
 		return err
@@ -56,7 +81,7 @@ func (r *linuxRemote) upload(local, remote string) error {
 	if err != nil {
 		return err
 	}
-	return r.comm.Upload(remote, f, &fi)
+	return r.comm.Upload(uploadPath(remote), f, &fi)
 }
 
 // StepError is a remote step that failed.

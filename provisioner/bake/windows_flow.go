@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -76,7 +75,7 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 		return err
 	}
 	plan = plan.withDefaults()
-	r := &windowsRemote{comm: comm, ui: ui}
+	r := &remote{comm: comm, ui: ui}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
 		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
 
@@ -87,7 +86,7 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts to %s", len(uploads), plan.Staging))
 	for _, u := range uploads {
 		ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
-		if err := uploadFile(comm, u.Local, u.Remote); err != nil {
+		if err := r.upload(u.Local, u.Remote); err != nil {
 			return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
 		}
 	}
@@ -121,16 +120,8 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 	return nil
 }
 
-// windowsRemote runs PowerShell through the communicator. Commands start
-// with powershell.exe, so they work whether the communicator's shell is
-// cmd.exe (WinRM) or PowerShell (OpenSSH with DefaultShell set).
-type windowsRemote struct {
-	comm packersdk.Communicator
-	ui   packersdk.Ui
-}
-
 // script uploads a step's script to the staging directory and runs it.
-func (r *windowsRemote) script(ctx context.Context, staging, name string, script []byte) (string, error) {
+func (r *remote) script(ctx context.Context, staging, name string, script []byte) (string, error) {
 	remote := staging + `\` + name + ".ps1"
 	if err := r.comm.Upload(uploadPath(remote), bytes.NewReader(script), nil); err != nil {
 		err = fmt.Errorf("step %s: uploading its script to %s: %w", name, remote, err)
@@ -148,52 +139,8 @@ func stepName(script string) string {
 	return script
 }
 
-// run runs command, showing its output in the UI. A non-zero exit is a
-// *StepError naming the step, with the command, its exit code and the tail
-// of its output, also shown with ui.Error.
-func (r *windowsRemote) run(ctx context.Context, step, command string) (string, error) {
-	tail := &lineTail{max: 25}
-	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
-	if err := cmd.RunWithUi(ctx, r.comm, r.ui); err != nil {
-		err = fmt.Errorf("step %s: starting `%s`: %w", step, command, err)
-		r.ui.Error(err.Error())
-		return "", err
-	}
-	if code := cmd.ExitStatus(); code != 0 {
-		err := &StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
-		r.ui.Error(err.Error())
-		return tail.all(), err
-	}
-	return tail.all(), nil
-}
-
-// exec runs command quietly and returns its exit code and output; ctx
-// bounds the whole command, also a Start that hangs on a dead connection.
-func (r *windowsRemote) exec(ctx context.Context, command string) (int, string, error) {
-	out := &lineTail{max: 25}
-	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: out}
-	started := make(chan error, 1)
-	go func() { started <- r.comm.Start(ctx, cmd) }()
-	select {
-	case err := <-started:
-		if err != nil {
-			return -1, "", err
-		}
-	case <-ctx.Done():
-		return -1, "", ctx.Err()
-	}
-	exited := make(chan int, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case code := <-exited:
-		return code, out.all(), nil
-	case <-ctx.Done():
-		return -1, out.all(), ctx.Err()
-	}
-}
-
 // bootState asks the guest for its boot time and whether servicing runs.
-func (r *windowsRemote) bootState(ctx context.Context) (boot string, servicing bool, err error) {
+func (r *remote) bootState(ctx context.Context) (boot string, servicing bool, err error) {
 	code, out, err := r.exec(ctx, powershellEncoded(windowsBootCheck))
 	if err != nil {
 		return "", false, err
@@ -211,7 +158,7 @@ func (r *windowsRemote) bootState(ctx context.Context) (boot string, servicing b
 
 // restart restarts Windows and waits until it answers with a new boot time
 // and has finished configuring features, for at most timeout.
-func (r *windowsRemote) restart(ctx context.Context, timeout time.Duration) error {
+func (r *remote) restart(ctx context.Context, timeout time.Duration) error {
 	before, _, err := r.bootState(ctx)
 	if err != nil {
 		return fmt.Errorf("restart: reading the boot time before restarting: %w", err)
@@ -276,24 +223,6 @@ func powershellFile(remote string) string {
 	return `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + remote + `"`
 }
 
-// uploadPath writes a guest path with forward slashes: the SSH
-// communicator splits the destination with the build machine's path rules,
-// and Windows (WinRM, OpenSSH) takes either slash.
-func uploadPath(p string) string { return strings.ReplaceAll(p, `\`, "/") }
-
-func uploadFile(comm packersdk.Communicator, local, remote string) error {
-	f, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return comm.Upload(uploadPath(remote), f, &fi)
-}
-
 // linesWith returns the lines of out that start with one of the prefixes.
 func linesWith(out string, prefixes ...string) []string {
 	var lines []string
@@ -349,7 +278,7 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 // RunWindows, and what was baked recorded for kubenode-export.
 func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator) error {
 	c := &p.config
-	r := &windowsRemote{comm: comm, ui: ui}
+	r := &remote{comm: comm, ui: ui}
 	code, out, err := r.exec(ctx, powershellEncoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
 	if err != nil || code != 0 {
 		return fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
