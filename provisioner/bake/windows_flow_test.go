@@ -196,6 +196,14 @@ func (g *fakeWindows) DownloadDir(string, string, []string) error {
 }
 
 // steps is the log without uploads and boot checks.
+// snapshot returns the recorded commands, log and refusals under the lock:
+// a Start the flow gave up waiting for may still be running.
+func (g *fakeWindows) snapshot() (commands, log []string, refused int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.commands), slices.Clone(g.log), g.refused
+}
+
 func (g *fakeWindows) steps() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -253,9 +261,10 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
 		"registry", "containerd", "cni", "kubelet", "defender", "joiner", "cleanup"}, g.steps())
 	// Every artifact is on the guest before the check, the check before any install.
-	verify := slices.Index(g.log, "verify-artifacts")
+	_, log, _ := g.snapshot()
+	verify := slices.Index(log, "verify-artifacts")
 	for _, u := range ups {
-		i := slices.Index(g.log, "upload "+uploadPath(u.Remote))
+		i := slices.Index(log, "upload "+uploadPath(u.Remote))
 		require.GreaterOrEqual(t, i, 0, "%s uploaded", u.Name)
 		assert.Less(t, i, verify)
 	}
@@ -291,10 +300,11 @@ func TestRunWindowsWithoutRestart(t *testing.T) {
 	ui := newTestUI()
 	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "cleanup"}, g.steps())
-	for _, c := range g.commands {
+	commands, log, _ := g.snapshot()
+	for _, c := range commands {
 		assert.NotContains(t, c, "shutdown")
 	}
-	assert.NotContains(t, g.log, "boot-check")
+	assert.NotContains(t, log, "boot-check")
 }
 
 func TestRunWindowsFailedStepNamesItWithExitCodeAndOutputTail(t *testing.T) {
@@ -360,7 +370,8 @@ func TestRunWindowsRestartTimeout(t *testing.T) {
 	assert.Contains(t, err.Error(), "longer restart_timeout")
 	assert.Contains(t, ui.err.String(), "did not come back")
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart"}, g.steps())
-	assert.Positive(t, g.refused)
+	_, _, refused := g.snapshot()
+	assert.Positive(t, refused)
 }
 
 func TestRunWindowsRefusesABadPlanBeforeTouchingTheGuest(t *testing.T) {
@@ -369,7 +380,8 @@ func TestRunWindowsRefusesABadPlanBeforeTouchingTheGuest(t *testing.T) {
 	p.HyperV = "sometimes"
 	err := RunWindows(context.Background(), newTestUI(), g, p, realUploads(t, p))
 	require.ErrorContains(t, err, `hyperv: "sometimes" is not auto, on or off`)
-	assert.Empty(t, g.commands)
+	commands, _, _ := g.snapshot()
+	assert.Empty(t, commands)
 	assert.Empty(t, g.files)
 }
 
