@@ -109,9 +109,25 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	return multistep.ActionContinue
 }
 
-// upload creates a volume the size of the local file and streams the file
-// into it, with a progress bar.
+// upload puts a local file into a new volume of the build's pool, with a
+// progress bar.
 func (s *stepCreateStorage) upload(ctx context.Context, d Driver, ui packersdk.Ui, file string, v Volume) (string, error) {
+	ui.Say(fmt.Sprintf("Uploading %s into volume %s", file, v.Name))
+	p, err := UploadFile(ctx, d, s.pool, file, v, func(size int64, r io.ReadCloser) io.ReadCloser {
+		return ui.TrackProgress(path.Base(file), 0, size, r)
+	})
+	if err != nil {
+		return "", err
+	}
+	s.volumes = append(s.volumes, v.Name)
+	return p, nil
+}
+
+// UploadFile creates volume v in pool, the size of a local file, streams
+// the file into it and returns the volume's path on the hypervisor. track,
+// if not nil, wraps the stream (a progress bar). When the upload fails the
+// volume is deleted again.
+func UploadFile(ctx context.Context, d Driver, pool, file string, v Volume, track func(size int64, r io.ReadCloser) io.ReadCloser) (string, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "", err
@@ -122,15 +138,19 @@ func (s *stepCreateStorage) upload(ctx context.Context, d Driver, ui packersdk.U
 		return "", err
 	}
 	v.Capacity = uint64(st.Size())
-	ui.Say(fmt.Sprintf("Uploading %s into volume %s", file, v.Name))
-	p, err := d.CreateVolume(s.pool, v)
+	p, err := d.CreateVolume(pool, v)
 	if err != nil {
 		return "", err
 	}
-	s.volumes = append(s.volumes, v.Name)
-	body := ui.TrackProgress(path.Base(file), 0, st.Size(), io.NopCloser(ctxio.Reader{Ctx: ctx, R: f}))
+	var body io.ReadCloser = io.NopCloser(ctxio.Reader{Ctx: ctx, R: f})
+	if track != nil {
+		body = track(st.Size(), body)
+	}
 	defer body.Close()
-	if err := d.UploadVolume(s.pool, v.Name, body, st.Size()); err != nil {
+	if err := d.UploadVolume(pool, v.Name, body, st.Size()); err != nil {
+		if derr := d.DeleteVolume(pool, v.Name); derr != nil {
+			err = fmt.Errorf("%w (and deleting the volume: %v; virsh vol-delete %s --pool %s)", err, derr, v.Name, pool)
+		}
 		return "", err
 	}
 	return p, nil

@@ -1,0 +1,43 @@
+package libvirt
+
+import "fmt"
+
+// VM is a machine booted from an existing disk outside a Packer build: the
+// lab and its end-to-end test boot an exported node image with it. Its XML
+// comes from the same domainXML a build uses, with the builder's defaults
+// (q35, virtio disk and NIC, BIOS, QEMU user networking).
+type VM struct {
+	Name        string
+	Accelerator string // "kvm" or "tcg"
+	CPUs        int
+	MemoryMiB   int
+	Disk        string   // qcow2 on the hypervisor
+	CDROMs      []string // ISO files on the hypervisor, attached in order
+	// SSHPort on the hypervisor's 127.0.0.1 is forwarded to the guest's
+	// port 22; 0 forwards nothing.
+	SSHPort   int
+	SerialLog string // file the serial console is logged to, if any
+}
+
+// DomainXML is the libvirt domain for v.
+func (v VM) DomainXML() (string, error) {
+	if v.Name == "" || v.Disk == "" || v.CPUs < 1 || v.MemoryMiB < 1 {
+		return "", fmt.Errorf("vm: name, disk, cpus and memory are required (got %+v)", v)
+	}
+	if v.Accelerator != "kvm" && v.Accelerator != "tcg" {
+		return "", fmt.Errorf("vm %s: accelerator %q: want kvm or tcg", v.Name, v.Accelerator)
+	}
+	fwd := &portForward{}
+	if v.SSHPort != 0 {
+		fwd = &portForward{HostPort: v.SSHPort, GuestPort: 22}
+	}
+	return domainXML(domainSpec{
+		Name: v.Name, Accelerator: v.Accelerator, Machine: "q35",
+		CPUs: v.CPUs, MemoryMiB: v.MemoryMiB, Firmware: "bios",
+		Disk:      diskSpec{Path: v.Disk, Format: "qcow2", Bus: "virtio"},
+		CDROMs:    v.CDROMs,
+		NICModel:  "virtio",
+		Net:       netSpec{UserForward: fwd},
+		SerialLog: v.SerialLog,
+	})
+}
