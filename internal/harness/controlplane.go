@@ -41,7 +41,12 @@ type ControlPlaneOptions struct {
 	ServerURL string
 	// Port of the API server; 0 picks a free one.
 	Port int
-	Log  io.Writer // progress and timings; nil discards them
+	// KubeletCgroupDriver goes into the kubelet-config ConfigMap every
+	// joining kubelet reads: "cgroupfs" (default; this host has no
+	// systemd) or "systemd" (VM nodes, whose containerd uses systemd
+	// cgroups).
+	KubeletCgroupDriver string
+	Log                 io.Writer // progress and timings; nil discards them
 }
 
 // ControlPlane is etcd, kube-apiserver and kube-controller-manager on
@@ -79,6 +84,13 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("control plane dir: %w", err)
+	}
+	switch o.KubeletCgroupDriver {
+	case "":
+		o.KubeletCgroupDriver = "cgroupfs"
+	case "cgroupfs", "systemd":
+	default:
+		return nil, fmt.Errorf("KubeletCgroupDriver %q: want cgroupfs or systemd", o.KubeletCgroupDriver)
 	}
 	if o.Port == 0 {
 		if o.Port, err = freePort(); err != nil {
@@ -271,7 +283,7 @@ func (cp *ControlPlane) api(ctx context.Context, method, path, contentType strin
 // loopback advertiseAddress (it then looks for an interface and fails);
 // the address is only recorded for the placeholder Node, never served on,
 // so a TEST-NET-2 address stands in.
-func kubeadmConfig(port int, nodeName, controlPlaneEndpoint, certificatesDir string) string {
+func kubeadmConfig(port int, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver string) string {
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint: {advertiseAddress: 198.51.100.1, bindPort: %d}
@@ -286,9 +298,8 @@ networking: {serviceSubnet: 10.96.0.0/12}
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# No systemd on this host: the kubelet and containerd use cgroupfs.
-cgroupDriver: cgroupfs
-`, port, nodeName, controlPlaneEndpoint, certificatesDir)
+cgroupDriver: %s
+`, port, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver)
 }
 
 // kubeadmPhases makes the cluster joinable with kubeadm's own phases: the
@@ -299,7 +310,7 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 	serverURL, _ := url.Parse(o.ServerURL)
 	const placeholder = "kubenode-control-plane"
 	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
-	if err := os.WriteFile(cfg, []byte(kubeadmConfig(o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(kubeadmConfig(o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
 		return fmt.Errorf("kubeadm config: %w", err)
 	}
 	// upload-config kubelet annotates the control-plane Node and waits for
