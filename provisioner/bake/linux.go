@@ -138,12 +138,6 @@ func linuxPrerequisites(p LinuxPlan) []byte {
 	if p.ContainerdSource == "package" {
 		pkgs = append(pkgs, "containerd", "runc", "containernetworking-plugins")
 	}
-	if p.CgroupDriver == "systemd" {
-		// The kubelet's and runc's systemd cgroup driver talk to systemd
-		// over the D-Bus system bus; minimal images lack it, and the
-		// kubelet then exits at start (seen on a debootstrap minbase guest).
-		pkgs = append(pkgs, "dbus")
-	}
 	s.line("need=''")
 	s.line("if command -v apt-get >/dev/null; then")
 	s.line("  for p in %s; do dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed' || need=\"$need $p\"; done", strings.Join(pkgs, " "))

@@ -83,12 +83,3 @@ func TestShellQuoting(t *testing.T) {
 	assert.Equal(t, `it's "$HOME" $(id)`, string(out))
 	assert.True(t, strings.HasPrefix(string(LinuxSteps(testPlan())[0].Script), "#!/bin/sh\n"))
 }
-
-// The systemd cgroup driver needs the D-Bus system bus: the prerequisites
-// install dbus for it, and only for it.
-func TestPrerequisitesInstallDBusForSystemdCgroups(t *testing.T) {
-	p := testPlan()
-	assert.Regexp(t, `for p in [^;]* dbus; do`, string(linuxPrerequisites(p)))
-	p.CgroupDriver = "cgroupfs"
-	assert.NotContains(t, string(linuxPrerequisites(p)), "dbus")
-}
