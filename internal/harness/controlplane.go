@@ -299,6 +299,9 @@ networking: {serviceSubnet: 10.96.0.0/12}
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: %s
+# kubeadm would derive this from certificatesDir, this host's scratch
+# directory; every joining node has the CA where kubeadm join writes it.
+authentication: {x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}}
 `, port, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver)
 }
 
