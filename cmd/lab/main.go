@@ -1,0 +1,132 @@
+// Command lab is `make lab`: it builds the Debian node image with packer
+// (examples/debian-12-node.pkr.hcl), starts a control plane on 127.0.0.1
+// (or uses the cluster of $KUBECONFIG), makes a join seed with `joiner
+// token`, boots the image with it under libvirt, waits for the Node to be
+// Ready and prints the node table. Then it tears everything down, unless
+// -keep is given: then it waits for Ctrl-C. Ctrl-C at any point tears down
+// what was started.
+//
+// The inputs default to what `make setup joiner build` and the project's
+// scripts provide; see internal/lab for the chain itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/lab"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	root, _ := os.Getwd()
+	o := lab.Options{Root: root, Out: os.Stdout}
+	var keep bool
+	var labels string
+	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-node.pkr.hcl)")
+	flag.StringVar(&o.Packer, "packer", os.Getenv("KUBENODE_PACKER"), "packer binary (default $KUBENODE_PACKER, from scripts/setup.sh env)")
+	flag.StringVar(&o.Plugin, "plugin", filepath.Join(root, "packer-plugin-kubenode"), "this plugin's binary (make build)")
+	flag.StringVar(&o.Joiner, "joiner", filepath.Join(root, "dist", "kubenode-joiner"), "linux joiner binary (make joiner)")
+	flag.StringVar(&o.KubernetesDir, "kubernetes-dir", "", "kubelet, kubeadm, kubectl and control-plane binaries (default: scripts/k8s-binaries.sh)")
+	flag.StringVar(&o.BaseDisk, "base-disk", "", "Debian 12 base disk (default: scripts/base-disk.sh)")
+	flag.StringVar(&o.ImageDir, "image-dir", filepath.Join(root, "output-debian-12-node"), "where the image, its checksum and manifest go (kept)")
+	flag.StringVar(&o.WorkDir, "work-dir", "", "scratch directory, removed at the end (default: a new one under $TMPDIR)")
+	flag.StringVar(&o.Accelerator, "accelerator", "tcg", "tcg, or kvm where KVM works")
+	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value]")
+	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Node to be Ready")
+	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
+	flag.Parse()
+	o.Kubeconfig = os.Getenv("KUBECONFIG")
+
+	var err error
+	if o.Labels, err = parseLabels(labels); err != nil {
+		fmt.Fprintf(os.Stderr, "lab: -labels: %v\n", err)
+		return 2
+	}
+	if o.KubernetesDir == "" {
+		if o.KubernetesDir, err = script(root, "k8s-binaries.sh"); err != nil {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+			return 1
+		}
+	}
+	if o.BaseDisk == "" {
+		fmt.Println("lab: base disk (scripts/base-disk.sh; ~5 min the first time, cached after)")
+		if o.BaseDisk, err = script(root, "base-disk.sh"); err != nil {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+			return 1
+		}
+	}
+	if o.WorkDir == "" {
+		if o.WorkDir, err = os.MkdirTemp("", "kubenode-lab-"); err != nil {
+			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+			return 1
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	l, err := lab.Up(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		return 1
+	}
+	status := 0
+	if table, err := l.Kubectl(ctx, "get", "nodes", "-o", "wide", "--show-labels"); err != nil {
+		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
+		status = 1
+	} else {
+		fmt.Printf("\nNode %s is Ready, %s after the start:\n\n%s\n", l.NodeName, time.Since(began).Round(time.Second), table)
+	}
+	if keep && status == 0 {
+		fmt.Printf("The lab stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  kubectl get nodes\n  image: %s\n\n", l.Kubeconfig, l.Image)
+		<-ctx.Done()
+	}
+	if err := l.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "lab: teardown: %v\n", err)
+		status = 1
+	}
+	if status == 0 {
+		fmt.Printf("lab: done in %s; the image stays in %s\n", time.Since(began).Round(time.Second), o.ImageDir)
+	}
+	return status
+}
+
+// script runs one of the project's scripts and returns what it prints
+// (a path).
+func script(root, name string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", name))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("scripts/%s: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func parseLabels(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, errors.New(kv + ": want key=value")
+		}
+		m[k] = v
+	}
+	return m, nil
+}

@@ -1,0 +1,97 @@
+# A Debian 12 Kubernetes node image: the lab's image (`make lab`).
+# kubenode-libvirt boots a base disk with cloud-init, kubenode-bake installs
+# containerd, kubelet/kubeadm/kubectl, the bridge CNI and the joiner from
+# local files, and kubenode-export writes a zstd qcow2, its sha256 and a
+# manifest of what was baked. On its first boot the image joins the cluster
+# named by a join seed disc (`joiner token --seed-iso`).
+#
+#   make setup joiner        # packer, the Kubernetes binaries, dist/kubenode-joiner
+#   packer init examples/debian-12-node.pkr.hcl
+#   packer build \
+#     -var base_disk="$(scripts/base-disk.sh)" \
+#     -var kubernetes_dir="$(scripts/k8s-binaries.sh)" \
+#     -var joiner=dist/kubenode-joiner \
+#     examples/debian-12-node.pkr.hcl
+packer {
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "base_disk" {
+  type        = string
+  description = "qcow2 Debian 12 disk with cloud-init (a cloud image, or the one scripts/base-disk.sh builds)"
+}
+
+variable "kubernetes_dir" {
+  type        = string
+  description = "directory holding kubelet, kubeadm and kubectl for kubernetes_version (scripts/k8s-binaries.sh builds them)"
+}
+
+variable "joiner" {
+  type        = string
+  description = "the linux/amd64 joiner binary (make joiner: dist/kubenode-joiner)"
+  default     = "dist/kubenode-joiner"
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = "v1.33.13"
+}
+
+variable "output_directory" {
+  type    = string
+  default = "output-debian-12-node"
+}
+
+variable "vm_name" {
+  type    = string
+  default = "kubenode-debian-12-node"
+}
+
+variable "accelerator" {
+  type        = string
+  description = "kvm where it works; tcg (software emulation) everywhere"
+  default     = "tcg"
+}
+
+source "kubenode-libvirt" "debian-12-node" {
+  disk_image       = var.base_disk
+  disk_size        = "6G"
+  cpus             = 2
+  memory           = 1536
+  accelerator      = var.accelerator
+  vm_name          = var.vm_name
+  output_directory = var.output_directory
+
+  linux {
+    flavor   = "cloud-init"
+    hostname = "kubenode-node"
+  }
+
+  communicator     = "ssh"
+  ssh_username     = "kubenode"
+  ssh_timeout      = "10m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.debian-12-node"]
+
+  provisioner "kubenode-bake" {
+    kubernetes_version = var.kubernetes_version
+    # Debian's containerd, runc and CNI plugins: nothing is downloaded
+    # from release sites.
+    containerd_source = "package"
+    cni               = "bridge"
+    artifacts_dir     = var.kubernetes_dir
+    artifacts         = { joiner = var.joiner }
+    node_labels       = { "kubenode.io/image" = "debian-12-node" }
+  }
+
+  # zstd qcow2 in place, its sha256 and kubenode-manifest.json.
+  post-processor "kubenode-export" {}
+}

@@ -1,0 +1,108 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+)
+
+// guestHost is this machine as a QEMU user-networking guest sees it: QEMU
+// connects to 127.0.0.1 for it.
+const guestHost = "10.0.2.2"
+
+// cluster starts a local control plane, or takes the user's cluster from
+// Options.Kubeconfig.
+func (l *Lab) cluster(ctx context.Context) error {
+	if l.opts.Kubeconfig != "" {
+		l.Kubeconfig = l.opts.Kubeconfig
+		l.say("using the cluster of KUBECONFIG=%s: the guest (QEMU user networking) must reach the API server named in its kube-public/cluster-info", l.Kubeconfig)
+		return nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{
+		BinDir: l.opts.KubernetesDir,
+		Dir:    filepath.Join(l.opts.WorkDir, "control-plane"),
+		Port:   port,
+		// The API server listens on 127.0.0.1 only; the guest reaches it
+		// as 10.0.2.2, so that name must be on its certificate and in
+		// cluster-info.
+		ExtraSANs:           []string{guestHost},
+		ServerURL:           fmt.Sprintf("https://%s:%d", guestHost, port),
+		KubeletCgroupDriver: "systemd", // the image's containerd uses systemd cgroups
+		Log:                 prefixWriter{l, "    control plane | "},
+	})
+	if err != nil {
+		return err
+	}
+	l.onClose("stopping the control plane (etcd, kube-apiserver, kube-controller-manager)", cp.Stop)
+	l.Kubeconfig = cp.AdminKubeconfig
+	l.say("control plane on 127.0.0.1:%d (the node joins https://%s:%d); kubeconfig %s", port, guestHost, port, l.Kubeconfig)
+	return nil
+}
+
+// doctor runs `joiner doctor` against the cluster and shows what it says.
+// A local control plane has no CNI or kube-proxy for Windows, which doctor
+// reports; that does not stop a Linux node, so its verdict is shown, not
+// enforced.
+func (l *Lab) doctor(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, l.opts.Joiner, "doctor", "--kubeconfig", l.Kubeconfig).CombinedOutput()
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		l.say("    doctor | %s", line)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		return fmt.Errorf("running joiner doctor: %w", err)
+	}
+	if err != nil {
+		l.say("doctor found problems (above); a Linux node with the bridge CNI joins regardless")
+	}
+	return nil
+}
+
+// seed makes a bootstrap token and the node's join seed disc with
+// `joiner token`, exactly as a user would.
+func (l *Lab) seed(ctx context.Context) error {
+	l.NodeName = "kubenode-lab-" + randomSuffix()
+	iso := filepath.Join(l.opts.WorkDir, "join-seed.iso")
+	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", iso, "--ttl", "2h",
+		"--description", "kubenode lab node " + l.NodeName, "--node-name", l.NodeName}
+	keys := make([]string, 0, len(l.opts.Labels))
+	for k := range l.opts.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--label", k+"="+l.opts.Labels[k])
+	}
+	out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		l.say("    token | %s", line)
+	}
+	if err != nil {
+		return fmt.Errorf("joiner %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// prefixWriter turns writes into progress lines.
+type prefixWriter struct {
+	l      *Lab
+	prefix string
+}
+
+func (w prefixWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.l.say("%s%s", w.prefix, line)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,202 @@
+//go:build e2e
+
+package lab_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/lab"
+	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
+)
+
+// TestEndToEnd is `make e2e`: the lab's chain with assertions. The real
+// packer builds examples/debian-12-node.pkr.hcl (kubenode-libvirt under
+// TCG → kubenode-bake → kubenode-export), a control plane starts on
+// 127.0.0.1, `joiner token` makes the seed, the exported image boots with
+// it under libvirt, and its first-boot joiner joins it. Then: the image
+// and manifest are right, the Node is Ready with the labels asked for (one
+// baked into the image, one from the seed), the joiner's service ran once
+// and disabled itself, and after a reboot it does not run again while the
+// node comes back Ready. Finally the teardown leaves nothing behind.
+func TestEndToEnd(t *testing.T) {
+	harness.RequireRoot(t)
+	root := harness.Root()
+	bin := t.TempDir()
+	plugin := goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), ".")
+	joiner := goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner")
+	k8s := harness.Kubernetes(t)
+	images := t.TempDir()
+	work := filepath.Join(t.TempDir(), "work")
+
+	labels := map[string]string{"kubenode.io/lab": "e2e"}
+	began := time.Now()
+	l, err := lab.Up(context.Background(), lab.Options{
+		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
+		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
+		ImageDir: images, WorkDir: work, Labels: labels,
+		Out: testWriter{t},
+	})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			l.Close()
+		}
+	})
+	t.Logf("build → boot → join → Ready: %s", time.Since(began).Round(time.Second))
+	ctx := context.Background()
+
+	t.Run("image and manifest", func(t *testing.T) {
+		data, err := os.ReadFile(l.Manifest)
+		require.NoError(t, err)
+		var m export.Manifest
+		require.NoError(t, json.Unmarshal(data, &m))
+		require.NotNil(t, m.Baked, "%s", data)
+		assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+		assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
+		assert.Equal(t, sum(t, filepath.Join(k8s, "kubelet")), m.Baked.Checksums["kubelet"])
+		assert.Equal(t, sum(t, joiner), m.Baked.Checksums["joiner"])
+		require.Len(t, m.Outputs, 1)
+		out := m.Outputs[0]
+		assert.Equal(t, "qcow2", out.Format)
+		assert.Equal(t, "zstd", out.Compression)
+		assert.Equal(t, sum(t, l.Image), out.SHA256, "the manifest's checksum is the image's")
+		side, err := os.ReadFile(l.Image + ".sha256")
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(side), out.SHA256), "the .sha256 file: %s", side)
+	})
+
+	client, err := l.Client()
+	require.NoError(t, err)
+	t.Run("node ready with its labels", func(t *testing.T) {
+		n, err := client.CoreV1().Nodes().Get(ctx, l.NodeName, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
+		assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"], "asked for with joiner token --label")
+		assert.Equal(t, "debian-12-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
+		assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
+		assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+		table, err := l.Kubectl(ctx, "get", "nodes", "-o", "wide")
+		require.NoError(t, err)
+		t.Logf("kubectl get nodes -o wide:\n%s", table)
+	})
+
+	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
+		// The joiner labels the node before its cleanup phase: give
+		// cleanup a moment to finish.
+		var state string
+		require.Eventually(t, func() bool {
+			state, _ = l.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,Result,NRestarts,UnitFileState")
+			return strings.Contains(state, "UnitFileState=disabled")
+		}, 2*time.Minute, 3*time.Second, "unit state: %s", state)
+		assert.Contains(t, state, "ActiveState=active", "a oneshot with RemainAfterExit stays active once done")
+		assert.Contains(t, state, "Result=success")
+		assert.Contains(t, state, "NRestarts=0")
+		journal, err := l.Guest(ctx, "journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+		require.NoError(t, err)
+		assert.Equal(t, 1, strings.Count(journal, "Starting kubenode-joiner.service"), journal)
+		assert.Equal(t, 1, strings.Count(journal, "Finished kubenode-joiner.service"), journal)
+		cfg, err := l.Guest(ctx, "stat -c %a /etc/kubenode/joiner.yaml; cat /etc/kubenode/joiner.yaml")
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(cfg, "600\n"), cfg)
+		assert.NotRegexp(t, `(?m)^\s*token:\s*\S`, cfg, "the token is scrubbed from the node")
+		_, err = l.Guest(ctx, "test -s /etc/kubernetes/kubelet.conf && ! test -e /etc/kubenode/kubeadm-join.yaml")
+		assert.NoError(t, err, "kubelet.conf written, kubeadm's join config removed")
+	})
+
+	t.Run("after a reboot the joiner does not run again", func(t *testing.T) {
+		bootID, err := l.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+		require.NoError(t, err)
+		l.Guest(ctx, "systemctl reboot") // the connection may drop mid-command
+		require.Eventually(t, func() bool {
+			id, err := l.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+			return err == nil && id != bootID
+		}, 10*time.Minute, 5*time.Second, "the node comes back after its reboot")
+		newBoot, err := l.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+		require.NoError(t, err)
+		// The kubelet reports the boot it runs in: Ready from this boot.
+		require.Eventually(t, func() bool {
+			n, err := client.CoreV1().Nodes().Get(ctx, l.NodeName, metav1.GetOptions{})
+			return err == nil && ready(n) && n.Status.NodeInfo.BootID == strings.TrimSpace(newBoot)
+		}, 10*time.Minute, 3*time.Second, "the node is Ready again, from its new boot")
+		state, err := l.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,UnitFileState; journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+		require.NoError(t, err)
+		assert.Contains(t, state, "ActiveState=inactive")
+		assert.Contains(t, state, "UnitFileState=disabled")
+		assert.NotContains(t, state, "Starting kubenode-joiner", "not started in this boot")
+	})
+
+	// Teardown: nothing is left on the host but the image.
+	vm, pool := l.VMName, l.VMName
+	require.NoError(t, l.Close())
+	closed = true
+	for _, p := range []string{work, "/var/lib/libvirt/images/" + pool, "/etc/libvirt/qemu/" + vm + ".xml", "/etc/libvirt/storage/" + pool + ".xml"} {
+		_, err := os.Stat(p)
+		assert.True(t, os.IsNotExist(err), "%s is left behind", p)
+	}
+	for _, name := range []string{vm, "kube-apiserver", "kube-controller-manager", "etcd"} {
+		out, _ := exec.Command("pgrep", "-af", name).Output()
+		assert.Empty(t, strings.TrimSpace(filterSelf(string(out))), "processes left matching %s", name)
+	}
+	_, err = os.Stat(l.Image)
+	assert.NoError(t, err, "the image stays")
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func goBuild(t *testing.T, out, pkg string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = harness.Root()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, b)
+	return out
+}
+
+func sum(t *testing.T, path string) string {
+	t.Helper()
+	s, err := filehash.SHA256(path)
+	require.NoError(t, err)
+	return s
+}
+
+// filterSelf drops pgrep's view of this test binary and its go tool parents.
+func filterSelf(out string) string {
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || strings.Contains(line, "lab.test") || strings.Contains(line, "go test") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, "\n")
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,203 @@
+// Package lab runs the whole chain kubenode exists for, on one machine:
+// build a node image with packer (kubenode-libvirt → kubenode-bake →
+// kubenode-export), start a control plane (or use the user's cluster), make
+// a join seed with `joiner token`, boot the image with that seed under
+// libvirt and wait until its Node is Ready. `make lab` (cmd/lab) runs it for
+// a user; `make e2e` runs it as a test with assertions.
+//
+// Everything Up starts is recorded and undone by Close in reverse order, so
+// a failed or interrupted run leaves no domain, pool, process or temporary
+// file behind; only the built image stays, in Options.ImageDir.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a lab run. Every path must exist unless it says
+// otherwise; cmd/lab fills them from the project's scripts.
+type Options struct {
+	Root          string // repository root: scripts/ and the template live here
+	Template      string // the packer template (default examples/debian-12-node.pkr.hcl)
+	Packer        string // the packer binary
+	Plugin        string // this plugin's binary, installed into a private plugin directory
+	Joiner        string // the linux/amd64 joiner: baked into the image, and run here for token/doctor
+	KubernetesDir string // kubelet, kubeadm, kubectl (and the control plane's binaries)
+	BaseDisk      string // the Debian 12 base disk the image starts from
+	// ImageDir receives the exported image, its checksum and manifest;
+	// it is kept after Close.
+	ImageDir string
+	// WorkDir holds everything else (plugin directory, control plane, seeds,
+	// the node's disk overlay, SSH key); Close removes it.
+	WorkDir string
+	// Kubeconfig is the user's own cluster; empty starts a local control
+	// plane on 127.0.0.1, which the guest reaches as 10.0.2.2.
+	Kubeconfig  string
+	Accelerator string            // "tcg" (default) or "kvm"
+	Labels      map[string]string // node labels asked for with `joiner token --label`
+	// ReadyTimeout bounds the wait from boot to a Ready, labelled Node
+	// (default 20m: TCG is slow).
+	ReadyTimeout time.Duration
+	Out          io.Writer // progress; nil discards it
+}
+
+// Lab is a running lab: a cluster and one node booted from the built image.
+type Lab struct {
+	opts Options
+
+	Image      string // the exported image
+	Manifest   string // its kubenode-manifest.json
+	Kubeconfig string // admin kubeconfig of the cluster the node joined
+	NodeName   string
+	VMName     string
+	SerialLog  string // the node's serial console
+
+	began    time.Time
+	mu       sync.Mutex
+	undo     []undoStep
+	ssh      *sshTarget
+	kubectl  string
+	closeErr error
+	closed   bool
+}
+
+type undoStep struct {
+	what string
+	fn   func() error
+}
+
+// Up runs the chain up to a Ready node. On an error (or when ctx is
+// cancelled, e.g. by Ctrl-C) it tears down what it started and returns
+// the error.
+func Up(ctx context.Context, o Options) (l *Lab, err error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	l = &Lab{opts: o, began: time.Now(), kubectl: filepath.Join(o.KubernetesDir, "kubectl")}
+	defer func() {
+		if err != nil {
+			if ctx.Err() != nil {
+				l.say("interrupted: tearing down")
+			}
+			l.Close()
+			l = nil
+		}
+	}()
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return l, fmt.Errorf("work dir: %w", err)
+	}
+	l.onClose("removing "+o.WorkDir, func() error { return os.RemoveAll(o.WorkDir) })
+
+	stages := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"libvirtd", l.libvirtd},
+		{"image", l.buildImage},
+		{"cluster", l.cluster},
+		{"doctor", l.doctor},
+		{"seed", l.seed},
+		{"boot", l.boot},
+		{"ready", l.waitReady},
+	}
+	for _, s := range stages {
+		began := time.Now()
+		l.say("==> %s", s.name)
+		if err := s.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				return l, fmt.Errorf("%s: interrupted: %w", s.name, ctx.Err())
+			}
+			return l, fmt.Errorf("%s: %w", s.name, err)
+		}
+		l.say("<== %s done in %s", s.name, time.Since(began).Round(100*time.Millisecond))
+	}
+	return l, nil
+}
+
+func (o *Options) defaults() error {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Template == "" {
+		o.Template = filepath.Join(o.Root, "examples", "debian-12-node.pkr.hcl")
+	}
+	if o.Accelerator == "" {
+		o.Accelerator = "tcg"
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 20 * time.Minute
+	}
+	var missing []string
+	for what, p := range map[string]string{"root": o.Root, "template": o.Template, "packer": o.Packer, "plugin": o.Plugin,
+		"joiner": o.Joiner, "kubernetes dir": o.KubernetesDir, "base disk": o.BaseDisk} {
+		if p == "" {
+			missing = append(missing, what+" is not set")
+		} else if _, err := os.Stat(p); err != nil {
+			missing = append(missing, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	if o.ImageDir == "" || o.WorkDir == "" {
+		missing = append(missing, "the image and work directories must be set")
+	}
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			missing = append(missing, fmt.Sprintf("KUBECONFIG: %v", err))
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("lab: %s (make setup joiner build makes them)", strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// say prints one progress line with the time since Up began.
+func (l *Lab) say(format string, args ...any) {
+	e := time.Since(l.began)
+	fmt.Fprintf(l.opts.Out, "[%02d:%02d] %s\n", int(e.Minutes()), int(e.Seconds())%60, fmt.Sprintf(format, args...))
+}
+
+// onClose records how to undo what was just started.
+func (l *Lab) onClose(what string, fn func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.undo = append(l.undo, undoStep{what, fn})
+}
+
+// Close undoes everything Up started, newest first, and reports every
+// failure (each naming what to remove by hand). It may be called more
+// than once.
+func (l *Lab) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return l.closeErr
+	}
+	l.closed = true
+	undo := l.undo
+	l.undo = nil
+	l.mu.Unlock()
+
+	var errs []error
+	for i := len(undo) - 1; i >= 0; i-- {
+		l.say("teardown: %s", undo[i].what)
+		if err := undo[i].fn(); err != nil {
+			l.say("teardown: %s: %v", undo[i].what, err)
+			errs = append(errs, fmt.Errorf("%s: %w", undo[i].what, err))
+		}
+	}
+	l.closeErr = errors.Join(errs...)
+	return l.closeErr
+}
