@@ -1,0 +1,149 @@
+# A Windows Server 2025 (build 26100) Kubernetes node image on UEFI with
+# Secure Boot and a TPM 2.0 (swtpm): Datacenter, Server Core, installed
+# unattended from the ISO (virtio disk and network, drivers from the
+# virtio-win ISO's 2k25 folders), reached over WinRM, baked into a node by
+# kubenode-bake (Containers feature, the 2025 registry settings, containerd
+# 2.x with its version 3 config and a pause image of at least 3.10.2, the
+# first with a Server 2025 variant, kubelet/kubeadm/kubectl v1.33.13 from
+# dl.k8s.io, the joiner and its first-boot service) and exported by
+# kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
+#
+#   make joiner                               # dist/kubenode-joiner.exe
+#   packer init examples/windows-2025.pkr.hcl
+#   packer build \
+#     -var iso_url=/srv/iso/windows-server-2025-eval.iso \
+#     -var iso_checksum=sha256:<the ISO's sha256> \
+#     -var virtio_win_iso=/srv/iso/virtio-win.iso \
+#     examples/windows-2025.pkr.hcl
+#
+# The hypervisor needs OVMF with Secure Boot (Debian: ovmf) and swtpm
+# (Debian: swtpm, swtpm-tools). The VM's EFI variables (efivars.fd) and TPM
+# state (tpm/) are kept beside the image in output-windows-2025-core/ (local
+# hypervisor only): boot VMs from the image with that NVRAM as template and
+# a TPM of their own. The virtio-win ISO must be recent enough to have 2k25
+# driver folders. Workloads need ltsc2025 images.
+#
+# The image is not sysprepped (kubenode-libvirt does not yet write the
+# post-sysprep answer file into the guest): every VM made from it has the
+# build's computer name, so give each its own node name with
+# `joiner token --node-name`.
+packer {
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "iso_url" {
+  type        = string
+  description = "Windows Server 2025 install ISO (Microsoft's evaluation ISO works as is)"
+  default     = "windows-server-2025.iso"
+}
+
+variable "iso_checksum" {
+  type        = string
+  description = "sha256:<hex> of iso_url; \"none\" skips the check"
+  default     = "none"
+}
+
+variable "virtio_win_iso" {
+  type        = string
+  description = "the virtio-win driver ISO, with 2k25 folders"
+  default     = "virtio-win.iso"
+}
+
+variable "password" {
+  type        = string
+  description = "Administrator password during the build and in the image"
+  default     = "Kubenode-Build-2025!"
+  sensitive   = true
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = "v1.33.13"
+}
+
+variable "joiner_windows" {
+  type        = string
+  description = "the windows/amd64 joiner (make joiner: dist/kubenode-joiner.exe)"
+  default     = "dist/kubenode-joiner.exe"
+}
+
+locals {
+  # kubenode-bake leaves WinRM's build-time settings (Basic auth over
+  # unencrypted HTTP, the kubenode-winrm-http firewall rule) for the shutdown
+  # command to close; the power-off is scheduled first, so closing WinRM
+  # cannot cut the command short.
+  close_winrm_and_power_off = join("; ", [
+    "shutdown.exe /s /t 20 /f /d p:4:1 /c kubenode",
+    "Set-Item -Path WSMan:\\localhost\\Service\\Auth\\Basic -Value $false -Force",
+    "Set-Item -Path WSMan:\\localhost\\Service\\AllowUnencrypted -Value $false -Force",
+    "Remove-NetFirewallRule -Name kubenode-winrm-http -ErrorAction SilentlyContinue",
+  ])
+}
+
+source "kubenode-libvirt" "windows-2025" {
+  iso_url        = var.iso_url
+  iso_checksum   = var.iso_checksum
+  virtio_win_iso = var.virtio_win_iso
+
+  vm_name          = "kubenode-windows-2025-core"
+  output_directory = "output-windows-2025-core"
+  cpus             = 4
+  memory           = 4096
+  disk_size        = "60G"
+
+  # UEFI with Secure Boot (an OVMF build with Microsoft's keys enrolled)
+  # and a TPM 2.0.
+  firmware    = "uefi"
+  secure_boot = true
+  tpm         = true
+
+  windows {
+    version    = "2025"
+    edition    = "datacenter"
+    experience = "core"
+    timezone   = "UTC"
+  }
+
+  # UEFI asks once to "press any key to boot from CD or DVD".
+  boot_wait    = "3s"
+  boot_command = ["<enter><wait><enter><wait><enter>"]
+
+  communicator     = "winrm"
+  winrm_username   = "Administrator"
+  winrm_password   = var.password
+  winrm_timeout    = "2h"
+  shutdown_command = "powershell.exe -NoProfile -ExecutionPolicy Bypass -Command \"${local.close_winrm_and_power_off}\""
+  shutdown_timeout = "15m"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.windows-2025"]
+
+  provisioner "kubenode-bake" {
+    guest_os_type      = "windows"
+    kubernetes_version = var.kubernetes_version
+    # containerd's newest row (2.x, config version 3) is the default; the
+    # pause image is raised to the build's minimum (3.10.2 on 2025).
+    artifacts       = { joiner = var.joiner_windows }
+    node_labels     = { "kubenode.io/image" = "windows-2025-core" }
+    restart_timeout = "30m"
+  }
+
+  # kubenode-bake installs the joiner's service disabled and leaves enabling
+  # it to a post-sysprep answer file, which this build does not write:
+  # enable it here, so that it runs on the first boot of every VM made from
+  # the image and joins the cluster its seed disc names.
+  provisioner "powershell" {
+    inline = [
+      "Set-Service -Name kubenode-joiner -StartupType Automatic",
+      "Get-Service -Name kubenode-joiner | Format-List Name, Status, StartType",
+    ]
+  }
+
+  post-processor "kubenode-export" {}
+}
