@@ -141,7 +141,7 @@ build {
   provisioner "powershell" {
     inline = [
       "Set-Service -Name kubenode-joiner -StartupType Automatic",
-      "Get-Service -Name kubenode-joiner | Format-List Name, Status, StartType",
+      "Write-Host ('kubenode-joiner starts: ' + (Get-Service -Name kubenode-joiner).StartType)",
     ]
   }
 
