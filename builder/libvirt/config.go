@@ -1,4 +1,5 @@
 //go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,WindowsSeedConfig,LinuxSeedConfig
+//go:generate bash ../../scripts/struct-markdown.sh
 
 package libvirt
 
@@ -86,17 +87,23 @@ type Config struct {
 	NICModel string `mapstructure:"nic_model"`
 	// QEMU machine type. Default `q35`.
 	MachineType string `mapstructure:"machine_type"`
-	// `bios` or `uefi`. Default `uefi` for Windows, `bios` otherwise.
+	// `bios` or `uefi`. Default `uefi` for Windows, `bios` otherwise. With
+	// `uefi` on a local hypervisor the VM's EFI variables are copied into
+	// `output_directory` (`efivars.fd`), unless `keep_in_pool` is set.
 	Firmware string `mapstructure:"firmware"`
 	// Boot UEFI with Secure Boot (needs `firmware = "uefi"`).
 	SecureBoot bool `mapstructure:"secure_boot"`
-	// Give the VM a TPM 2.0 (swtpm). Its state is kept with the artifact.
+	// Give the VM a TPM 2.0 (swtpm). On a local hypervisor its state is
+	// copied into `output_directory` (`tpm/`) beside the image, unless
+	// `keep_in_pool` is set.
 	TPM bool `mapstructure:"tpm"`
 	// Hyper-V enlightenments for Windows guests (KVM only). Default true for
 	// Windows on KVM.
 	HypervEnlightenments *bool `mapstructure:"hyperv_enlightenments"`
-	// `kvm` or `tcg` (software emulation). Default `kvm` when /dev/kvm is
-	// usable on a local hypervisor, else `tcg`.
+	// `kvm` or `tcg` (software emulation, slower but runs anywhere).
+	// Default: `kvm` for a remote hypervisor, and for a local one when
+	// /dev/kvm opens for reading and writing; else `tcg`. If a KVM guest
+	// prints nothing and never reaches its communicator, try `tcg`.
 	Accelerator string `mapstructure:"accelerator"`
 	// How the guest is networked: `user` (default: QEMU user-mode networking,
 	// the communicator port forwarded to 127.0.0.1; needs no bridge), or the
@@ -104,8 +111,12 @@ type Config struct {
 	Network string `mapstructure:"network"`
 	// Bridge device to attach to instead of a libvirt network, e.g. `br0`.
 	Bridge string `mapstructure:"bridge"`
-	// Range the forwarded host port is picked from. Default 2222-4444.
+	// Lowest host port the communicator port may be forwarded from, with
+	// `network = "user"`: a free port in `host_port_min`-`host_port_max` on
+	// 127.0.0.1 is picked. Default 2222.
 	HostPortMin int `mapstructure:"host_port_min"`
+	// Highest host port the communicator port may be forwarded from.
+	// Default 4444.
 	HostPortMax int `mapstructure:"host_port_max"`
 	// An existing libvirt storage pool to put the build's volumes in. By
 	// default the builder creates its own directory pool under `pool_path`
@@ -117,7 +128,9 @@ type Config struct {
 	// Keep the finished disk as a volume named `vm_name` in `storage_pool`
 	// instead of downloading it into `output_directory`.
 	KeepInPool bool `mapstructure:"keep_in_pool"`
-	// How long to wait for the VM to start. Default 2m.
+	// How long libvirt may take to report the started VM as running. The
+	// wait for the guest's OS is the communicator's (`ssh_timeout`,
+	// `winrm_timeout`). Default 2m.
 	BootTimeout time.Duration `mapstructure:"boot_timeout"`
 
 	ctx interpolate.Context
@@ -143,11 +156,15 @@ type WindowsSeedConfig struct {
 	VirtioDrivers []string `mapstructure:"virtio_drivers"`
 	// Drive letters the virtio-win disc may have in Setup. Default D-I.
 	VirtioDriveLetters []string `mapstructure:"virtio_drive_letters"`
-	// Language settings. Default `en-US`.
-	UILanguage   string `mapstructure:"ui_language"`
-	InputLocale  string `mapstructure:"input_locale"`
+	// Language of Setup and of the installed system, e.g. `en-US` (default).
+	UILanguage string `mapstructure:"ui_language"`
+	// Keyboard: a language tag like `de-DE` or a layout like
+	// `0407:00000407`. Default: `ui_language`.
+	InputLocale string `mapstructure:"input_locale"`
+	// Language for non-Unicode programs. Default: `ui_language`.
 	SystemLocale string `mapstructure:"system_locale"`
-	UserLocale   string `mapstructure:"user_locale"`
+	// Formats of dates, times and numbers. Default: `ui_language`.
+	UserLocale string `mapstructure:"user_locale"`
 	// Windows time zone ID. Default `UTC`.
 	TimeZone string `mapstructure:"timezone"`
 	// Computer name, or `*` (default) for a random one.
@@ -182,15 +199,23 @@ type LinuxSeedConfig struct {
 	SSHAuthorizedKeys []string `mapstructure:"ssh_authorized_keys"`
 	// Extra packages (sshd is always installed).
 	Packages []string `mapstructure:"packages"`
-	// Target disk, e.g. `/dev/vda`.
+	// Target disk, e.g. `/dev/vda`. Default: the installer's choice. Not
+	// for `cloud-init`.
 	Disk string `mapstructure:"disk"`
-	// `direct` (default) or `lvm`.
+	// `direct` (default) or `lvm`. Not for `cloud-init`.
 	StorageLayout string `mapstructure:"storage_layout"`
-	// Locale, keyboard, time zone.
-	Locale   string `mapstructure:"locale"`
+	// System locale. Default `en_US.UTF-8`; with `cloud-init`, the image's
+	// own unless set.
+	Locale string `mapstructure:"locale"`
+	// Keyboard layout. Default `us`; with `cloud-init`, the image's own
+	// unless set.
 	Keyboard string `mapstructure:"keyboard"`
+	// Time zone, a tz database name like `Europe/Berlin`. Default `UTC`;
+	// with `cloud-init`, the image's own unless set.
 	Timezone string `mapstructure:"timezone"`
-	// Commands run at the end of the install.
+	// Shell commands run in order at the end of the install, inside the
+	// installed system; one that fails fails the install. With `cloud-init`
+	// they run at first boot, and one that fails does not stop the rest.
 	LateCommands []string `mapstructure:"late_commands"`
 	// NoCloud instance-id. Default: a new one for every build, so that
 	// cloud-init in an image made by an earlier build runs again (and

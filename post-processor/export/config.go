@@ -1,4 +1,5 @@
 //go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate bash ../../scripts/struct-markdown.sh
 
 package export
 

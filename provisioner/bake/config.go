@@ -1,4 +1,5 @@
 //go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate bash ../../scripts/struct-markdown.sh
 
 // Package bake is the kubenode-bake provisioner: it installs containerd,
 // the kubelet, kubeadm and kubectl, CNI plugins and the joiner (with its
@@ -63,11 +64,18 @@ type Config struct {
 	// (`PACKER_CACHE_DIR`, else `packer_cache`).
 	DownloadCacheDir string `mapstructure:"download_cache_dir"`
 
-	// Proxy settings applied to downloads (on the host and the guest's
-	// package manager) and to containerd's service environment.
-	HTTPProxy  string `mapstructure:"http_proxy"`
+	// Proxy URL for http:// requests: downloads on the build host, the
+	// package manager of a Linux guest, and containerd's service
+	// environment (image pulls). With neither `http_proxy` nor
+	// `https_proxy` set, downloads on the build host follow its
+	// HTTP_PROXY, HTTPS_PROXY and NO_PROXY.
+	HTTPProxy string `mapstructure:"http_proxy"`
+	// Proxy URL for https:// requests, used in the same places as
+	// `http_proxy`.
 	HTTPSProxy string `mapstructure:"https_proxy"`
-	NoProxy    string `mapstructure:"no_proxy"`
+	// Comma-separated hosts, domains and CIDRs reached without the proxy,
+	// in the same places.
+	NoProxy string `mapstructure:"no_proxy"`
 
 	// `none` (default: the cluster's CNI DaemonSet brings the network) or
 	// `bridge` (a static node-local bridge config, for labs with one node
