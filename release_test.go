@@ -225,21 +225,22 @@ func TestReleaseAPIVersionIsTheSDKs(t *testing.T) {
 // TestReleaseStampsTheVersion: packer runs the downloaded binary's
 // `describe` and refuses it unless it reports the release's version with no
 // pre-release suffix, so the ldflags must set version.Version and clear
-// version.VersionPrerelease (both must exist for -X to take effect).
+// version.VersionPrerelease (both must exist for -X to take effect). The
+// joiner reports the same version (`joiner version`), so its build is
+// stamped the same way.
 func TestReleaseStampsTheVersion(t *testing.T) {
 	_, _ = version.Version, version.VersionPrerelease // the variables -X sets
 	c := readGoreleaser(t)
+	mod := modulePath(t)
+	stamped := map[string]bool{}
 	for _, b := range c.Builds {
-		if b.ID != "plugin" {
-			continue
-		}
-		flags := c.render(t, strings.Join(b.Ldflags, " "), target{"linux", "amd64"}, "1.2.3")
-		mod := modulePath(t)
-		assert.Contains(t, strings.Fields(flags), mod+"/version.Version=1.2.3")
-		assert.Contains(t, strings.Fields(flags), mod+"/version.VersionPrerelease=")
-		return
+		flags := strings.Fields(c.render(t, strings.Join(b.Ldflags, " "), target{"linux", "amd64"}, "1.2.3"))
+		assert.Contains(t, flags, mod+"/version.Version=1.2.3", "build id %s", b.ID)
+		assert.Contains(t, flags, mod+"/version.VersionPrerelease=", "build id %s", b.ID)
+		stamped[b.ID] = true
 	}
-	t.Fatal(".goreleaser.yml has no build id plugin")
+	assert.True(t, stamped["plugin"], ".goreleaser.yml has no build id plugin")
+	assert.True(t, stamped["joiner"], ".goreleaser.yml has no build id joiner")
 }
 
 // TestJoinerArchivesAreSeparateAndSkippedByPacker: the joiner ships for

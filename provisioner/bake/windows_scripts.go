@@ -560,7 +560,7 @@ func windowsJoiner(p WindowsPlan) ([]byte, error) {
 		return nil, err
 	}
 	name := units.JoinerServiceName
-	s := newWinScript("the joiner, its baked configuration and its first-boot service (disabled here; the first-boot answer file enables it)",
+	s := newWinScript("the joiner, its baked configuration and its first-boot service (installed disabled: the template or a post-sysprep answer file enables it)",
 		psSameFile, psCopyFile, psSetFile, psDirectory, psNative)
 	s.Line("Copy-KubenodeFile -Source %s -Destination %s | Out-Null", powershell.Quote(p.Staging+`\`+p.Files.Joiner), powershell.Quote(units.WindowsJoinerPath))
 	s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(windowsJoinerDir))
