@@ -47,6 +47,7 @@ func run() int {
 	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value]")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Node to be Ready")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
+	flag.BoolVar(&o.SkipBuild, "skip-build", false, "boot the image an earlier run left in -image-dir instead of building it")
 	flag.Parse()
 	o.Kubeconfig = os.Getenv("KUBECONFIG")
 
@@ -61,7 +62,7 @@ func run() int {
 			return 1
 		}
 	}
-	if o.BaseDisk == "" {
+	if o.BaseDisk == "" && !o.SkipBuild {
 		fmt.Println("lab: base disk (scripts/base-disk.sh; ~5 min the first time, cached after)")
 		if o.BaseDisk, err = script(root, "base-disk.sh"); err != nil {
 			fmt.Fprintf(os.Stderr, "lab: %v\n", err)

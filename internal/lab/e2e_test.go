@@ -43,13 +43,15 @@ func TestEndToEnd(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "work")
 
 	labels := map[string]string{"kubenode.io/lab": "e2e"}
-	began := time.Now()
-	l, err := lab.Up(context.Background(), lab.Options{
+	opts := lab.Options{
 		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
 		ImageDir: images, WorkDir: work, Labels: labels,
 		Out: testWriter{t},
-	})
+	}
+	before := hostState(t)
+	began := time.Now()
+	l, err := lab.Up(context.Background(), opts)
 	require.NoError(t, err)
 	closed := false
 	t.Cleanup(func() {
@@ -154,6 +156,95 @@ func TestEndToEnd(t *testing.T) {
 	}
 	_, err = os.Stat(l.Image)
 	assert.NoError(t, err, "the image stays")
+	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
+
+	// Ctrl-C: cmd/lab's signal handler cancels Up's context. Cancel it
+	// here at two moments and check that Up tears down what it started.
+	// By the ready stage everything is up: libvirtd, the control plane,
+	// and the node's domain, pool and volumes.
+	t.Run("interrupted with the node running", func(t *testing.T) {
+		o := opts
+		o.SkipBuild = true // boot the image built above
+		o.WorkDir = filepath.Join(t.TempDir(), "work")
+		interrupt(t, o, "==> ready", before)
+		_, err := os.Stat(l.Image)
+		assert.NoError(t, err, "the image stays")
+	})
+	t.Run("interrupted during the packer build", func(t *testing.T) {
+		o := opts
+		o.ImageDir = filepath.Join(t.TempDir(), "image")
+		o.WorkDir = filepath.Join(t.TempDir(), "work")
+		interrupt(t, o, "Waiting for SSH", before)
+		_, err := os.Stat(filepath.Join(o.ImageDir, export.ManifestFile))
+		assert.True(t, os.IsNotExist(err), "an interrupted build exports nothing")
+	})
+}
+
+// interrupt runs lab.Up and cancels its context when the lab's progress
+// first prints a line containing trigger; Up must then return the
+// interruption and leave the host as it was.
+func interrupt(t *testing.T, o lab.Options, trigger string, before []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan struct{})
+	o.Out = cancelOn{testWriter{t}, trigger, cancel, seen}
+	began := time.Now()
+	l, err := lab.Up(ctx, o)
+	select {
+	case <-seen:
+	default:
+		t.Fatalf("the lab never printed %q (err: %v)", trigger, err)
+	}
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "interrupted")
+	assert.Nil(t, l)
+	t.Logf("interrupted and torn down in %s from the start", time.Since(began).Round(time.Second))
+	_, statErr := os.Stat(o.WorkDir)
+	assert.True(t, os.IsNotExist(statErr), "the work dir %s is removed", o.WorkDir)
+	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
+}
+
+// cancelOn passes the lab's progress on and cancels once a line holds trigger.
+type cancelOn struct {
+	w       testWriter
+	trigger string
+	cancel  context.CancelFunc
+	seen    chan struct{}
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.trigger) {
+		select {
+		case <-c.seen:
+		default:
+			close(c.seen)
+			c.w.t.Logf("test: %q seen: cancelling, as Ctrl-C does", c.trigger)
+			c.cancel()
+		}
+	}
+	return c.w.Write(p)
+}
+
+// hostState lists what a lab may leave behind: libvirt's domain and pool
+// definitions (persistent and running), the pools' directories, and the
+// QEMU and control-plane processes. It reads files, so it works with
+// libvirtd stopped.
+func hostState(t *testing.T) []string {
+	var state []string
+	for _, pattern := range []string{"/etc/libvirt/qemu/*.xml", "/run/libvirt/qemu/*.xml",
+		"/etc/libvirt/storage/*.xml", "/run/libvirt/storage/*.xml", "/var/lib/libvirt/images/*"} {
+		m, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		state = append(state, m...)
+	}
+	for _, name := range []string{"qemu-system", "kube-apiserver", "kube-controller-manager", "etcd", "packer build"} {
+		out, _ := exec.Command("pgrep", "-af", name).Output()
+		if p := strings.TrimSpace(filterSelf(string(out))); p != "" {
+			state = append(state, "process: "+p)
+		}
+	}
+	return state
 }
 
 func ready(n *corev1.Node) bool {

@@ -39,9 +39,14 @@ func (l *Lab) libvirtd(ctx context.Context) error {
 }
 
 // buildImage installs the plugin into a private plugin directory and runs
-// packer build on the template, streaming packer's output.
+// packer build on the template, streaming packer's output. With
+// Options.SkipBuild it takes the image an earlier run left in ImageDir.
 func (l *Lab) buildImage(ctx context.Context) error {
 	o := l.opts
+	if o.SkipBuild {
+		l.say("not building: booting the image already in %s", o.ImageDir)
+		return l.readManifest()
+	}
 	plugins := filepath.Join(o.WorkDir, "plugins")
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1",
 		// packer's own temporary files go under the work dir, removed by Close.
@@ -66,12 +71,17 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	if err := l.runPacker(ctx, env, args); err != nil {
 		return err
 	}
+	return l.readManifest()
+}
 
-	// The manifest names the image; check it is there with its checksum.
+// readManifest finds the image through the manifest kubenode-export wrote
+// into ImageDir, and checks that kubenode-bake ran.
+func (l *Lab) readManifest() error {
+	o := l.opts
 	l.Manifest = filepath.Join(o.ImageDir, export.ManifestFile)
 	data, err := os.ReadFile(l.Manifest)
 	if err != nil {
-		return fmt.Errorf("the build wrote no manifest: %w", err)
+		return fmt.Errorf("no image manifest (run without -skip-build to build one): %w", err)
 	}
 	var m export.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {

@@ -36,6 +36,9 @@ type Options struct {
 	// ImageDir receives the exported image, its checksum and manifest;
 	// it is kept after Close.
 	ImageDir string
+	// SkipBuild boots the image an earlier run left in ImageDir (found
+	// through its manifest) instead of running packer.
+	SkipBuild bool
 	// WorkDir holds everything else (plugin directory, control plane, seeds,
 	// the node's disk overlay, SSH key); Close removes it.
 	WorkDir string
@@ -137,8 +140,11 @@ func (o *Options) defaults() error {
 		o.ReadyTimeout = 20 * time.Minute
 	}
 	var missing []string
-	for what, p := range map[string]string{"root": o.Root, "template": o.Template, "packer": o.Packer, "plugin": o.Plugin,
-		"joiner": o.Joiner, "kubernetes dir": o.KubernetesDir, "base disk": o.BaseDisk} {
+	need := map[string]string{"root": o.Root, "joiner": o.Joiner, "kubernetes dir": o.KubernetesDir}
+	if !o.SkipBuild {
+		need["template"], need["packer"], need["plugin"], need["base disk"] = o.Template, o.Packer, o.Plugin, o.BaseDisk
+	}
+	for what, p := range need {
 		if p == "" {
 			missing = append(missing, what+" is not set")
 		} else if _, err := os.Stat(p); err != nil {
