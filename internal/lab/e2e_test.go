@@ -167,20 +167,11 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	// Teardown: nothing is left on the host but the image.
-	vm, pool := l.VMName, l.VMName
 	require.NoError(t, l.Close())
 	closed = true
-	for _, p := range []string{work, "/var/lib/libvirt/images/" + pool, "/etc/libvirt/qemu/" + vm + ".xml", "/etc/libvirt/storage/" + pool + ".xml"} {
-		_, err := os.Stat(p)
-		assert.True(t, os.IsNotExist(err), "%s is left behind", p)
-	}
-	for _, name := range []string{vm, "kube-apiserver", "kube-controller-manager", "etcd"} {
-		out, _ := exec.Command("pgrep", "-af", name).Output()
-		assert.Empty(t, strings.TrimSpace(filterSelf(string(out))), "processes left matching %s", name)
-	}
+	assertTornDown(t, work, before)
 	_, err = os.Stat(l.Image)
 	assert.NoError(t, err, "the image stays")
-	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
 
 	// Ctrl-C: cmd/lab's signal handler cancels Up's context. Cancel it
 	// here at two moments and check that Up tears down what it started.
@@ -224,8 +215,15 @@ func interrupt(t *testing.T, o lab.Options, trigger string, before []string) {
 	assert.Contains(t, err.Error(), "interrupted")
 	assert.Nil(t, l)
 	t.Logf("interrupted and torn down in %s from the start", time.Since(began).Round(time.Second))
-	_, statErr := os.Stat(o.WorkDir)
-	assert.True(t, os.IsNotExist(statErr), "the work dir %s is removed", o.WorkDir)
+	assertTornDown(t, o.WorkDir, before)
+}
+
+// assertTornDown: the lab's work dir is gone, and the libvirt definitions,
+// pool directories and processes (hostState) are as before the lab.
+func assertTornDown(t *testing.T, work string, before []string) {
+	t.Helper()
+	_, err := os.Stat(work)
+	assert.True(t, os.IsNotExist(err), "the work dir %s is left behind", work)
 	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
 }
 
