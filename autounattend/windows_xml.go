@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"unicode/utf16"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
 
 // The answer file is built from these structs, so encoding/xml escapes every

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"

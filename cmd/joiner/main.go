@@ -16,10 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"

@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"golang.org/x/sys/windows/svc"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 )
 
 // guestUser is the account the image was built with (examples/debian-12-node.pkr.hcl).

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
 
 // LinuxPlan is everything the Linux scripts are rendered from.

@@ -10,9 +10,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	joinerconfig "github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 

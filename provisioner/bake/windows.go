@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode"
 
-	joinerconfig "github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
@@ -57,7 +57,7 @@ type WindowsFiles struct {
 }
 
 // Guest locations on Windows. The kubelet's and the joiner's come from
-// cmd/joiner/units, which the joiner uses at run time too.
+// internal/joinerapi/units, which the joiner uses at run time too.
 const (
 	windowsStaging        = `C:\Windows\Temp\kubenode`
 	windowsContainerdDir  = `C:\Program Files\containerd`
@@ -65,7 +65,7 @@ const (
 	windowsCNIBinDir      = `C:\opt\cni\bin`
 	windowsCNIConfDir     = `C:\etc\cni\net.d`
 	windowsJoinerDir      = `C:\ProgramData\kubenode`
-	// windowsJoinerConf is cmd/joiner/config's DefaultPaths().Config on
+	// windowsJoinerConf is internal/joinerapi/config's DefaultPaths().Config on
 	// Windows (that file builds only for GOOS=windows).
 	windowsJoinerConf     = windowsJoinerDir + `\` + joinerconfig.FileName
 	windowsKubeletFWRule  = "kubenode-kubelet"

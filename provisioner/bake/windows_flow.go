@@ -15,8 +15,8 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/retry"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 

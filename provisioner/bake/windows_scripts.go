@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 
@@ -483,8 +483,8 @@ func windowsKubelet(p WindowsPlan) ([]byte, error) {
 	s.Line("Add-KubenodeMachinePath -Dir %s", powershell.Quote(k))
 	s.Blank()
 	s.Comment("An sc.exe service cannot read kubeadm-flags.env: after `kubeadm join` the joiner")
-	s.Comment("re-registers this service with KUBELET_KUBEADM_ARGS appended (cmd/joiner/units")
-	s.Comment("WithKubeletFlags); by hand: sc.exe config kubelet binPath= \"<this command line> <the flags>\".")
+	s.Comment("re-registers this service with KUBELET_KUBEADM_ARGS appended; by hand:")
+	s.Comment("sc.exe config kubelet binPath= \"<this command line> <the flags>\".")
 	if err := service(s, winService{
 		Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(),
 		Start: "auto", Depend: []string{units.ContainerdServiceName},

@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
 
 type linuxHost struct{ execHost }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/Microsoft/go-winio"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 )

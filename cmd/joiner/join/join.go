@@ -13,8 +13,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/phases"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -270,7 +271,7 @@ func TestNodeNotReadyTimesOutWithItsConditions(t *testing.T) {
 func TestConfigFromSeedWhenTheImageHasNoToken(t *testing.T) {
 	e := newEnv(t, "labels: {example.com/pool: baked}\n")
 	e.opts.Paths.SeedDevices = []string{filepath.Join(t.TempDir(), "sr*")}
-	config.SeedPollInterval = 10 * time.Millisecond
+	seed.PollInterval = 10 * time.Millisecond
 	e.opts.Overrides = config.New()
 	e.opts.Overrides.Timeouts.Seed = &metav1.Duration{Duration: 30 * time.Millisecond}
 	err := join.Run(context.Background(), e.opts)

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/units"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,7 @@ func loadConfig(ctx context.Context, d *data) error {
 				}
 			}
 			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)\n", timeout, config.SeedLabel)
-			seed, where, err := config.FindSeed(ctx, o.Paths, timeout)
+			seed, where, err := seed.Find(ctx, o.Paths, timeout)
 			if err != nil {
 				return err
 			}

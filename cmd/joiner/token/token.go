@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"

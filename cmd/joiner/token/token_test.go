@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"

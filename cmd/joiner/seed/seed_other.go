@@ -1,6 +1,6 @@
 //go:build !windows
 
-package config
+package seed
 
 import (
 	"bytes"
@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 )
 
 // findSeedOnce reads the ISO 9660 label of each candidate device straight
 // from its primary volume descriptor: no mount, no udev needed.
-func findSeedOnce(p Paths) ([]byte, string, error) {
+func findSeedOnce(p config.Paths) ([]byte, string, error) {
 	var devices []string
 	for _, pattern := range p.SeedDevices {
 		m, _ := filepath.Glob(pattern)
@@ -34,7 +36,7 @@ func findSeedOnce(p Paths) ([]byte, string, error) {
 	if len(errs) > 0 {
 		return nil, "", errors.Join(errs...)
 	}
-	return nil, "", fmt.Errorf("none of %d devices matching %v is labelled %s", len(devices), p.SeedDevices, SeedLabel)
+	return nil, "", fmt.Errorf("none of %d devices matching %v is labelled %s", len(devices), p.SeedDevices, config.SeedLabel)
 }
 
 var errNotSeed = errors.New("not a join seed")
@@ -54,12 +56,12 @@ func readSeed(dev string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	if string(pvd[1:6]) != "CD001" || string(bytes.TrimRight(pvd[40:72], " ")) != SeedLabel {
+	if string(pvd[1:6]) != "CD001" || string(bytes.TrimRight(pvd[40:72], " ")) != config.SeedLabel {
 		return nil, errNotSeed
 	}
 	disc, err := autounattend.ReadISO(f)
 	if err != nil {
 		return nil, err
 	}
-	return disc.File(FileName)
+	return disc.File(config.FileName)
 }

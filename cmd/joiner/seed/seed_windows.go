@@ -1,6 +1,6 @@
 //go:build windows
 
-package config
+package seed
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 )
 
 // findSeedOnce asks each drive letter for its volume label; Windows' CD
 // file system finds joiner.yaml case-insensitively.
-func findSeedOnce(p Paths) ([]byte, string, error) {
+func findSeedOnce(p config.Paths) ([]byte, string, error) {
 	mask, err := windows.GetLogicalDrives()
 	if err != nil {
 		return nil, "", err
@@ -30,14 +32,14 @@ func findSeedOnce(p Paths) ([]byte, string, error) {
 		}
 		name := windows.UTF16ToString(label)
 		seen = append(seen, root+"="+name)
-		if !strings.EqualFold(name, SeedLabel) {
+		if !strings.EqualFold(name, config.SeedLabel) {
 			continue
 		}
-		data, err := os.ReadFile(root + FileName)
+		data, err := os.ReadFile(root + config.FileName)
 		if err != nil {
 			return nil, "", err
 		}
 		return data, root, nil
 	}
-	return nil, "", fmt.Errorf("no drive is labelled %s (drives: %s)", SeedLabel, strings.Join(seen, ", "))
+	return nil, "", fmt.Errorf("no drive is labelled %s (drives: %s)", config.SeedLabel, strings.Join(seen, ", "))
 }

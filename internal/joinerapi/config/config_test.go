@@ -1,15 +1,11 @@
 package config_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/autounattend"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/config"
-	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +16,7 @@ func valid(t *testing.T) *config.Config {
 apiVersion: joiner.kubenode.io/v1alpha1
 kind: JoinerConfiguration
 apiServerEndpoint: 10.0.2.2:6443
-token: `+jointest.Token+`
+token: `+testToken+`
 caCertHashes: ["sha256:`+sixtyFour+`"]
 labels: {example.com/role: lab}
 `)))
@@ -93,7 +89,7 @@ kubeletExtraArgs: [{name: v, value: "2"}]
 criSocket: unix:///run/containerd/containerd.sock
 `)))
 	require.NoError(t, c.Merge("seed", []byte(`
-token: `+jointest.Token+`
+token: `+testToken+`
 labels: {example.com/pool: b}
 kubeletExtraArgs: [{name: max-pods, value: "50"}]
 `)))
@@ -101,7 +97,7 @@ kubeletExtraArgs: [{name: max-pods, value: "50"}]
 	assert.Equal(t, "max-pods", c.KubeletExtraArgs[0].Name, "lists are replaced")
 	assert.Len(t, c.KubeletExtraArgs, 1)
 	assert.Equal(t, "unix:///run/containerd/containerd.sock", c.CRISocket, "keys a later layer leaves out stay")
-	assert.Equal(t, jointest.Token, c.Token)
+	assert.Equal(t, testToken, c.Token)
 }
 
 func TestMergeRejectsUnknownKeysAndOtherKinds(t *testing.T) {
@@ -130,30 +126,4 @@ func TestWriteFileIsPrivateAndRoundTrips(t *testing.T) {
 	assert.Equal(t, "abcdef.<redacted>", c.Redacted().Token)
 }
 
-func TestFindSeedOnADeviceThatAppearsLate(t *testing.T) {
-	dir := t.TempDir()
-	config.SeedPollInterval = 20 * time.Millisecond
-	// A disk that is not ISO 9660 and a disc with another label are passed over.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vda"), make([]byte, 64<<10), 0o600))
-	require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: "cidata",
-		Files: []autounattend.File{{Name: "user-data", Data: []byte("#cloud-config\n")}}}))
-	p := config.Paths{SeedDevices: []string{filepath.Join(dir, "vd*"), filepath.Join(dir, "sr*")}}
-
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = autounattend.WriteISOFile(filepath.Join(dir, "sr1"), autounattend.Disc{Label: config.SeedLabel,
-			Files: []autounattend.File{{Name: config.FileName, Data: []byte("token: " + jointest.Token + "\n")}}})
-	}()
-	data, where, err := config.FindSeed(context.Background(), p, 5*time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(dir, "sr1"), where)
-	assert.Equal(t, "token: "+jointest.Token+"\n", string(data))
-}
-
-func TestFindSeedTimesOutNamingTheLabel(t *testing.T) {
-	config.SeedPollInterval = 10 * time.Millisecond
-	_, _, err := config.FindSeed(context.Background(), config.Paths{SeedDevices: []string{filepath.Join(t.TempDir(), "sr*")}}, 50*time.Millisecond)
-	require.ErrorIs(t, err, config.ErrNoSeed)
-	assert.Contains(t, err.Error(), "labelled KUBENODE_JOIN holding joiner.yaml")
-	assert.Contains(t, err.Error(), "--config")
-}
+const testToken = "abcdef.0123456789abcdef"

@@ -1,0 +1,46 @@
+package seed_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+)
+
+const token = "abcdef.0123456789abcdef"
+
+func TestFindSeedOnADeviceThatAppearsLate(t *testing.T) {
+	dir := t.TempDir()
+	seed.PollInterval = 20 * time.Millisecond
+	// A disk that is not ISO 9660 and a disc with another label are passed over.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vda"), make([]byte, 64<<10), 0o600))
+	require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: "cidata",
+		Files: []autounattend.File{{Name: "user-data", Data: []byte("#cloud-config\n")}}}))
+	p := config.Paths{SeedDevices: []string{filepath.Join(dir, "vd*"), filepath.Join(dir, "sr*")}}
+
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = autounattend.WriteISOFile(filepath.Join(dir, "sr1"), autounattend.Disc{Label: config.SeedLabel,
+			Files: []autounattend.File{{Name: config.FileName, Data: []byte("token: " + token + "\n")}}})
+	}()
+	data, where, err := seed.Find(context.Background(), p, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "sr1"), where)
+	assert.Equal(t, "token: "+token+"\n", string(data))
+}
+
+func TestFindSeedTimesOutNamingTheLabel(t *testing.T) {
+	seed.PollInterval = 10 * time.Millisecond
+	_, _, err := seed.Find(context.Background(), config.Paths{SeedDevices: []string{filepath.Join(t.TempDir(), "sr*")}}, 50*time.Millisecond)
+	require.ErrorIs(t, err, seed.ErrNoSeed)
+	assert.Contains(t, err.Error(), "labelled KUBENODE_JOIN holding joiner.yaml")
+	assert.Contains(t, err.Error(), "--config")
+}
