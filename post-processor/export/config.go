@@ -5,7 +5,9 @@ package export
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -42,8 +44,15 @@ type Config struct {
 	UploadVolume string `mapstructure:"upload_volume"`
 	// Replace a volume of that name. By default an existing one is an error.
 	UploadOverwrite bool `mapstructure:"upload_overwrite"`
+	// Permissions of the image files, in octal. Default `0600`: an image
+	// holds the build account's password hash and keys, so only its owner
+	// reads it. `0640` or `0644` share it; the `.sha256` files and the
+	// manifest hold no secrets and are always `0644`.
+	FileMode string `mapstructure:"file_mode"`
 
 	ctx interpolate.Context
+	// fileMode is FileMode parsed.
+	fileMode os.FileMode
 }
 
 // Formats qemu-img writes for us, with their file extensions.
@@ -90,6 +99,14 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.UploadPool == "" && (c.UploadVolume != "" || c.UploadOverwrite) {
 		add("upload_pool", "is required with upload_volume and upload_overwrite")
+	}
+	if c.FileMode == "" {
+		c.FileMode = "0600"
+	}
+	if m, err := strconv.ParseUint(c.FileMode, 8, 32); err != nil || m > 0o777 || m&0o400 == 0 {
+		add("file_mode", "%q is not allowed; use octal permissions from 0400 to 0777 that let the owner read the image, e.g. \"0600\" (the default) or \"0640\"", c.FileMode)
+	} else {
+		c.fileMode = os.FileMode(m)
 	}
 	if c.QemuImgPath == "" {
 		c.QemuImgPath = "qemu-img"

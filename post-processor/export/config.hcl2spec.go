@@ -28,6 +28,7 @@ type FlatConfig struct {
 	UploadURI           *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
 	UploadVolume        *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
 	UploadOverwrite     *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
+	FileMode            *string           `mapstructure:"file_mode" cty:"file_mode" hcl:"file_mode"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -60,6 +61,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"upload_uri":                 &hcldec.AttrSpec{Name: "upload_uri", Type: cty.String, Required: false},
 		"upload_volume":              &hcldec.AttrSpec{Name: "upload_volume", Type: cty.String, Required: false},
 		"upload_overwrite":           &hcldec.AttrSpec{Name: "upload_overwrite", Type: cty.Bool, Required: false},
+		"file_mode":                  &hcldec.AttrSpec{Name: "file_mode", Type: cty.String, Required: false},
 	}
 	return s
 }

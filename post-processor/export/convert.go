@@ -36,10 +36,19 @@ var progressRE = regexp.MustCompile(`\((\d+(?:\.\d+)?)/100%\)`)
 
 // convert runs qemu-img, reporting progress every 10%, into a temporary
 // file next to dst that is renamed to dst only when qemu-img succeeds: an
-// interrupted or failed conversion leaves no partial output.
-func convert(ctx context.Context, qemuImg string, args []string, dst string, progress func(pct int)) error {
+// interrupted or failed conversion leaves no partial output. The image gets
+// mode; while it is written only its owner can read it.
+func convert(ctx context.Context, qemuImg string, args []string, dst string, mode os.FileMode, progress func(pct int)) error {
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial")
 	args = append(append([]string{}, args[:len(args)-1]...), tmp)
+	// qemu-img creates its output 0644 but keeps the mode of a file that
+	// exists, which it truncates.
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", tmp, err)
+	}
+	f.Close()
 	defer os.Remove(tmp)
 	cmd := exec.CommandContext(ctx, qemuImg, args...)
 	var stderr bytes.Buffer
@@ -68,6 +77,10 @@ func convert(ctx context.Context, qemuImg string, args []string, dst string, pro
 			return fmt.Errorf("conversion to %s interrupted: %w", filepath.Base(dst), ctx.Err())
 		}
 		return fmt.Errorf("%s %s: %w: %s", qemuImg, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	// Exactly mode, whatever the umask.
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
 	}
 	return os.Rename(tmp, dst)
 }

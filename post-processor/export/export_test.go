@@ -106,7 +106,10 @@ func TestExportEveryFormat(t *testing.T) {
 		res, err := cmd.CombinedOutput()
 		require.NoError(t, err, string(res))
 		assert.Contains(t, string(res), file+": OK")
+		assert.Equal(t, "-rw-------", mode(t, path), "%s holds the build account's secrets: only its owner reads it", file)
+		assert.Equal(t, "-rw-r--r--", mode(t, path+".sha256"), "checksums hold no secrets")
 	}
+	assert.Equal(t, "-rw-r--r--", mode(t, filepath.Join(out, ManifestFile)), "the manifest holds no secrets")
 	st, err := os.Stat(filepath.Join(out, "node.qcow2"))
 	require.NoError(t, err)
 	assert.Less(t, st.Size(), int64(8<<20), "zero clusters are dropped and data compressed")
@@ -128,6 +131,34 @@ func TestExportEveryFormat(t *testing.T) {
 	assert.Len(t, a.Files(), 9, "4 images, 4 checksum files, the manifest")
 }
 
+func mode(t *testing.T, path string) string {
+	t.Helper()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	return st.Mode().String()
+}
+
+// file_mode sets the images' permissions exactly, whatever the umask; while
+// qemu-img writes, the partial file is its owner's only.
+func TestExportFileMode(t *testing.T) {
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	// A qemu-img that records the mode of the file it is asked to write,
+	// then lets the real one write it.
+	seen := filepath.Join(dir, "partial-mode")
+	wrapper := filepath.Join(dir, "qemu-img")
+	require.NoError(t, os.WriteFile(wrapper, []byte("#!/bin/sh\nfor a; do last=$a; done\n[ \"$1\" = convert ] && stat -c %A \"$last\" > "+seen+"\nexec qemu-img \"$@\"\n"), 0o755))
+	p := &PostProcessor{}
+	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"raw"}, "output_directory": filepath.Join(dir, "out"), "file_mode": "0640", "qemu_img_path": wrapper}))
+	ui, log := uiForTest()
+	_, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}})
+	require.NoError(t, err, log.String())
+	assert.Equal(t, "-rw-r-----", mode(t, filepath.Join(dir, "out", "node.raw")))
+	partial, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	assert.Equal(t, "-rw-------\n", string(partial), "the file qemu-img writes into")
+}
+
 func TestSchemaRejectsBadManifest(t *testing.T) {
 	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
 	require.NoError(t, err)
@@ -140,7 +171,7 @@ func TestInterruptedConversionLeavesNothing(t *testing.T) {
 	src := sourceImage(t, dir)
 	dst := filepath.Join(dir, "out.qcow2")
 	ctx, cancel := context.WithCancel(context.Background())
-	err := convert(ctx, "qemu-img", ConvertArgs(src, "qcow2", dst, "qcow2", "zstd", 1), dst, func(int) { cancel() })
+	err := convert(ctx, "qemu-img", ConvertArgs(src, "qcow2", dst, "qcow2", "zstd", 1), dst, 0o600, func(int) { cancel() })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "interrupted")
 	entries, _ := os.ReadDir(dir)
@@ -156,6 +187,10 @@ func TestConfigureReportsEveryKey(t *testing.T) {
 	require.Error(t, err)
 	for _, want := range []string{`formats[1]: "ova" is not a format`, `formats[2]: "qcow2" is listed twice`, `compression: "lz4" is not allowed`, "threads: 99 is out of range"} {
 		assert.Contains(t, err.Error(), want)
+	}
+	for _, bad := range []string{"rw-r--r--", "0800", "01644", "0044"} {
+		err := (&PostProcessor{}).Configure(map[string]interface{}{"file_mode": bad})
+		assert.ErrorContains(t, err, `file_mode: "`+bad+`" is not allowed`)
 	}
 }
 

@@ -74,7 +74,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		ui.Say(fmt.Sprintf("Writing %s (%s, compression %s, %d threads)", dst, format, compression, c.Threads))
 		start := time.Now()
 		args := ConvertArgs(src, srcFormat, dst, format, compression, c.Threads)
-		err := convert(ctx, c.QemuImgPath, args, dst, func(pct int) {
+		err := convert(ctx, c.QemuImgPath, args, dst, c.fileMode, func(pct int) {
 			ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(dst), pct, time.Since(start).Round(time.Second)))
 		})
 		if err != nil {
