@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,8 +79,9 @@ type Config struct {
 	CPUs int `mapstructure:"cpus"`
 	// Memory in MiB. Default 2048 (4096 for Windows).
 	Memory int `mapstructure:"memory"`
-	// Size of the build disk, e.g. `40G` or `20480M`. Default 20G (60G for
-	// Windows). With `disk_image` it must be at least the image's size.
+	// Size of the build disk, e.g. `40G` or `20480M` (a plain number is
+	// MiB), from 1G to 64T. Default 20G (60G for Windows). With `disk_image`
+	// it must be at least the image's size.
 	DiskSize string `mapstructure:"disk_size"`
 	// Disk bus: `virtio` (virtio-blk, default), `scsi` (virtio-scsi) or `sata`.
 	DiskBus string `mapstructure:"disk_bus"`
@@ -507,22 +509,23 @@ func (c *Config) commPassword() string {
 	return c.Comm.SSHPassword
 }
 
+// maxDiskSize is the largest disk_size accepted: 64T, the largest disk the
+// big clouds offer. Anything beyond is a typo, and a number that does not
+// fit 64 bits once scaled must never wrap around to a small size.
+const maxDiskSize = 64 << 40
+
 // parseDiskSize reads "40G", "20480M", "1T" or a plain number of MiB.
 func parseDiskSize(s string) (uint64, error) {
 	m := diskSizeRE.FindStringSubmatch(strings.ToUpper(s))
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a size like \"40G\", \"20480M\" or \"1T\"", s)
 	}
-	var n uint64
-	fmt.Sscan(m[1], &n)
-	switch m[2] {
-	case "", "M":
-		n <<= 20
-	case "G":
-		n <<= 30
-	case "T":
-		n <<= 40
+	shift := map[string]uint{"": 20, "M": 20, "G": 30, "T": 40}[m[2]]
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil || n > maxDiskSize>>shift {
+		return 0, fmt.Errorf("%q is larger than the largest size allowed, 64T", s)
 	}
+	n <<= shift
 	if n < 1<<30 {
 		return 0, fmt.Errorf("%q is smaller than 1G", s)
 	}

@@ -131,4 +131,17 @@ func TestParseDiskSize(t *testing.T) {
 		_, err := parseDiskSize(bad)
 		assert.Error(t, err, bad)
 	}
+	got, err := parseDiskSize("64T")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(64<<40), got, "the largest size allowed")
+}
+
+func TestPrepareRefusesHugeDiskSizes(t *testing.T) {
+	// 17179869185G is 2^64 + 1G bytes: scaled in 64 bits it wraps around to 1G.
+	for _, huge := range []string{"17179869185G", "65T", "67108865M", "99999999999999999999999T"} {
+		raw := linuxRaw()
+		raw["disk_size"] = huge
+		_, err := (&Config{}).Prepare(raw)
+		assert.ErrorContains(t, err, `disk_size: "`+huge+`" is larger than the largest size allowed, 64T`)
+	}
 }
