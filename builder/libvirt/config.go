@@ -37,10 +37,15 @@ type Config struct {
 	Comm                           communicator.Config `mapstructure:",squash"`
 
 	// The libvirt connection URI. `qemu:///system` (default) is the local
-	// system daemon; `qemu+ssh://user@host/system` and `qemu+tcp://host/system`
-	// reach a remote hypervisor, which then runs the VM. Guest ports are
-	// forwarded on the hypervisor's 127.0.0.1, so remote builds over
-	// user-mode networking also need an SSH tunnel or `network`.
+	// system daemon; `qemu+ssh://user@host/system` reaches a remote
+	// hypervisor, which then runs the VM. Guest ports are forwarded on the
+	// hypervisor's 127.0.0.1, so remote builds over user-mode networking
+	// also need an SSH tunnel or `network`. `qemu+tcp://host/system` works
+	// but is not recommended, and Prepare warns about it: the plugin's libvirt
+	// client has no SASL, so the daemon must accept unauthenticated TCP
+	// connections (`auth_tcp = "none"`: anyone who reaches the port controls
+	// the hypervisor), and everything, including the seed disc with the
+	// build password, crosses the network unencrypted.
 	LibvirtURI string `mapstructure:"libvirt_uri"`
 	// A base disk (qcow2 or raw) to start from instead of installing from
 	// `iso_url`, e.g. a cloud image. Either `iso_url` or `disk_image` is required.
@@ -255,6 +260,8 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		add("libvirt_uri", "%q is not a libvirt URI like qemu:///system or qemu+ssh://user@host/system", c.LibvirtURI)
 	} else if !strings.HasPrefix(u.Scheme, "qemu") {
 		add("libvirt_uri", "%q: only the QEMU driver (qemu://, qemu+ssh://, qemu+tcp://, qemu+tls://) is supported", c.LibvirtURI)
+	} else if u.Scheme == "qemu+tcp" {
+		warnings = append(warnings, tcpURIWarning(c.LibvirtURI))
 	}
 
 	// Sources: an install ISO or a base disk.
@@ -425,6 +432,16 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		return warnings, errs
 	}
 	return warnings, nil
+}
+
+// tcpURIWarning explains why a qemu+tcp:// libvirt_uri is a risk: the
+// go-libvirt client speaks only the "none" and polkit auth schemes, never
+// SASL, and the TCP transport has no encryption.
+func tcpURIWarning(uri string) string {
+	return fmt.Sprintf("libvirt_uri: %q is unencrypted and unauthenticated: this plugin's libvirt client has no SASL, "+
+		"so the daemon must accept TCP connections with auth_tcp = \"none\" (anyone who reaches its port controls the hypervisor), "+
+		"and the seed disc with the build password, the base disk and the image cross the network in clear. "+
+		"Use qemu+ssh://user@host/system instead.", uri)
 }
 
 // prefixed turns a seed's validation problems into one error per problem,

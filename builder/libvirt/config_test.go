@@ -106,6 +106,24 @@ func TestPrepareReportsEveryKey(t *testing.T) {
 	assert.NotContains(t, msg, "windows.firmware", "an invalid firmware is reported once, by its own key")
 }
 
+func TestPrepareWarnsAboutTCPURIs(t *testing.T) {
+	raw := linuxRaw()
+	raw["libvirt_uri"] = "qemu+tcp://hv.example/system"
+	warns, err := (&Config{}).Prepare(raw)
+	require.NoError(t, err, "a warning, not an error: the URI works")
+	require.Len(t, warns, 1)
+	assert.Contains(t, warns[0], `libvirt_uri: "qemu+tcp://hv.example/system" is unencrypted and unauthenticated`)
+	assert.Contains(t, warns[0], "build password")
+	assert.Contains(t, warns[0], "Use qemu+ssh://user@host/system instead.")
+
+	for _, uri := range []string{"qemu+ssh://root@hv.example/system", "qemu+tls://hv.example/system", "qemu:///system"} {
+		raw["libvirt_uri"] = uri
+		warns, err := (&Config{}).Prepare(raw)
+		require.NoError(t, err, uri)
+		assert.Empty(t, warns, uri)
+	}
+}
+
 func TestPrepareHyperVNeedsKVM(t *testing.T) {
 	var c Config
 	_, err := c.Prepare(map[string]interface{}{
