@@ -46,7 +46,8 @@ type Driver interface {
 	ShutdownDomain(name string) error
 	// DestroyDomain powers a domain off at once.
 	DestroyDomain(name string) error
-	// UndefineDomain removes a domain with its NVRAM and TPM state.
+	// UndefineDomain removes a domain with its NVRAM and TPM state, also
+	// on a daemon older than libvirt 8.9.
 	UndefineDomain(name string) error
 	// DomainXML returns a defined domain's XML as libvirt completed it
 	// (UUID, NVRAM path, ...).
@@ -367,10 +368,60 @@ func (d *libvirtDriver) UndefineDomain(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.l.DomainUndefineFlags(dom, golibvirt.DomainUndefineNvram|golibvirt.DomainUndefineTpm); err != nil && !IsNotFound(err) {
+	if err := undefineDomain(d.l, dom); err != nil && !IsNotFound(err) {
 		return fmt.Errorf("undefining domain %q: %w", name, err)
 	}
 	return nil
+}
+
+// domainUndefiner is the part of go-libvirt undefineDomain uses.
+type domainUndefiner interface {
+	DomainGetXMLDesc(dom golibvirt.Domain, flags golibvirt.DomainXMLFlags) (string, error)
+	DomainUndefineFlags(dom golibvirt.Domain, flags golibvirt.DomainUndefineFlagsValues) error
+}
+
+// undefineDomain removes a domain with its NVRAM, and its TPM state when it
+// has a TPM. VIR_DOMAIN_UNDEFINE_TPM is new in libvirt 8.9, and an older
+// daemon refuses the whole call for a flag it does not know: so the flag is
+// passed only for a domain with a TPM, and dropped when the daemon answers
+// "unsupported flags" (before 8.9 libvirt removed the TPM state on
+// undefine anyway).
+func undefineDomain(l domainUndefiner, dom golibvirt.Domain) error {
+	hasTPM := true // when the XML cannot be read, the fallback below still applies
+	if x, err := l.DomainGetXMLDesc(dom, 0); err == nil {
+		hasTPM = domainHasTPM(x)
+	}
+	flags := undefineFlags(hasTPM)
+	err := l.DomainUndefineFlags(dom, flags)
+	if err != nil && flags&golibvirt.DomainUndefineTpm != 0 && isUnsupportedFlags(err) {
+		err = l.DomainUndefineFlags(dom, flags&^golibvirt.DomainUndefineTpm)
+	}
+	return err
+}
+
+// undefineFlags are the flags undefineDomain tries first.
+func undefineFlags(hasTPM bool) golibvirt.DomainUndefineFlagsValues {
+	if hasTPM {
+		return golibvirt.DomainUndefineNvram | golibvirt.DomainUndefineTpm
+	}
+	return golibvirt.DomainUndefineNvram
+}
+
+// domainHasTPM reports whether a domain's XML has a TPM device.
+func domainHasTPM(x string) bool {
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(x); err != nil {
+		return true
+	}
+	return d.Devices != nil && len(d.Devices.TPMs) > 0
+}
+
+// isUnsupportedFlags reports whether libvirt refused a call for a flag it
+// does not know (virCheckFlags: VIR_ERR_INVALID_ARG, "unsupported flags").
+func isUnsupportedFlags(err error) bool {
+	var le golibvirt.Error
+	return errors.As(err, &le) && golibvirt.ErrorNumber(le.Code) == golibvirt.ErrInvalidArg &&
+		strings.Contains(le.Message, "unsupported flags")
 }
 
 func (d *libvirtDriver) DomainXML(name string) (string, error) {

@@ -62,7 +62,12 @@ func (s *stepDefineDomain) Cleanup(state multistep.StateBag) {
 		ui.Error(fmt.Sprintf("cleanup: %v (virsh destroy %s)", err, s.name))
 	}
 	if err := d.UndefineDomain(s.name); err != nil {
-		ui.Error(fmt.Sprintf("cleanup: %v (virsh undefine %s --nvram --tpm)", err, s.name))
+		// virsh before libvirt 8.9 has no --tpm: suggest it only when needed.
+		hint := "virsh undefine " + s.name + " --nvram"
+		if c, ok := state.Get(stateConfig).(*Config); ok && c.TPM {
+			hint += " --tpm"
+		}
+		ui.Error(fmt.Sprintf("cleanup: %v (%s)", err, hint))
 	}
 	s.name = ""
 }

@@ -127,6 +127,25 @@ func TestStepDefineDomainCleanup(t *testing.T) {
 	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
 	s.Cleanup(state)
 	assert.Equal(t, []string{"DefineDomain", "DestroyDomain " + c.VMName, "UndefineDomain " + c.VMName}, m.Calls)
+
+	// A failed undefine says how to finish by hand; --tpm only for a TPM,
+	// as virsh before libvirt 8.9 does not know it.
+	for _, tpm := range []bool{false, true} {
+		c.TPM = tpm
+		m := NewMockDriver()
+		m.FailOn["UndefineDomain"] = errors.New("undefining domain: connection reset")
+		state := testState(t, c, m)
+		state.Put(stateDiskPath, "/pools/p/disk.qcow2")
+		s := &stepDefineDomain{}
+		require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+		s.Cleanup(state)
+		hint := "virsh undefine " + c.VMName + " --nvram"
+		if tpm {
+			hint += " --tpm"
+		}
+		assert.Contains(t, state.Get(stateUI).(*packersdk.BasicUi).ErrorWriter.(*bytes.Buffer).String(),
+			"cleanup: undefining domain: connection reset ("+hint+")\n")
+	}
 }
 
 func TestSaveFirmwareState(t *testing.T) {
