@@ -43,6 +43,10 @@ type Config struct {
 	// Name of the uploaded volume. Default: the output's file name.
 	UploadVolume string `mapstructure:"upload_volume"`
 	// Replace a volume of that name. By default an existing one is an error.
+	// The replacement is uploaded into `<name>.kubenode-partial` first, and
+	// the old volume is deleted only once that upload is complete; libvirt
+	// cannot rename volumes, so the image is then uploaded again under its
+	// name (twice the transfer). A failed upload leaves the old volume.
 	UploadOverwrite bool `mapstructure:"upload_overwrite"`
 	// Permissions of the image files, in octal. Default `0600`: an image
 	// holds the build account's password hash and keys, so only its owner

@@ -18,7 +18,7 @@ import (
 
 // TestUploadIntoPool uploads an export into a pool on the real libvirtd,
 // downloads it back byte-identical, refuses to overwrite it unless told,
-// and replaces it when told.
+// and replaces it when told, byte-identical again.
 func TestUploadIntoPool(t *testing.T) {
 	harness.Libvirtd(t)
 	d, err := libvirt.NewDriver("qemu:///system")
@@ -59,5 +59,8 @@ func TestUploadIntoPool(t *testing.T) {
 	require.NoError(t, err)
 	names, err := d.VolumeNames(pool)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"node.qcow2"}, names)
+	assert.Equal(t, []string{"node.qcow2"}, names, "replaced, and no partial volume left")
+	back.Reset()
+	require.NoError(t, d.DownloadVolume(pool, "node.qcow2", &back))
+	assert.True(t, bytes.Equal(want, back.Bytes()), "the replacement is the export's bytes (%d vs %d bytes)", back.Len(), len(want))
 }
