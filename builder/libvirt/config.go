@@ -105,7 +105,9 @@ type Config struct {
 	// `keep_in_pool` is set.
 	TPM bool `mapstructure:"tpm"`
 	// Hyper-V enlightenments for Windows guests (KVM only). Default true for
-	// Windows on KVM.
+	// Windows on KVM. Set false when the host's KVM refuses them (often under
+	// nested virtualization: the domain fails to start with QEMU's "kernel
+	// doesn't allow setting HyperV VP_INDEX").
 	HypervEnlightenments *bool `mapstructure:"hyperv_enlightenments"`
 	// `kvm` or `tcg` (software emulation, slower but runs anywhere).
 	// Default: `kvm` for a remote hypervisor, and for a local one when

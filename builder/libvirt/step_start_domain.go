@@ -3,6 +3,7 @@ package libvirt
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/bootcommand"
@@ -10,6 +11,12 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 )
+
+// hypervRefusedRE matches QEMU's words when KVM will not give the guest
+// the Hyper-V enlightenments asked for (seen under nested virtualization):
+// "kernel doesn't allow setting HyperV VP_INDEX", "Hyper-V synic is not
+// supported by kernel".
+var hypervRefusedRE = regexp.MustCompile(`(?i)kernel doesn't allow setting hyper-?v|hyper-?v .*not supported by kernel`)
 
 // userNetGateway is the host as seen from a guest on QEMU user networking.
 const userNetGateway = "10.0.2.2"
@@ -33,6 +40,11 @@ func (s *stepStartDomain) Run(ctx context.Context, state multistep.StateBag) mul
 	ui := state.Get(stateUI).(packersdk.Ui)
 	ui.Say(fmt.Sprintf("Starting domain %s", c.VMName))
 	if err := d.StartDomain(c.VMName); err != nil {
+		if hypervRefusedRE.MatchString(err.Error()) {
+			err = fmt.Errorf("%w: this host's KVM refuses Hyper-V enlightenments (usual under nested virtualization); "+
+				"set hyperv_enlightenments = false to build without them, or accelerator = \"tcg\" "+
+				"(software emulation, much slower; leave hyperv_enlightenments unset)", err)
+		}
 		return halt(state, ui, err)
 	}
 	deadline := time.Now().Add(c.BootTimeout)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
@@ -201,4 +203,29 @@ func TestCommHost(t *testing.T) {
 	host, err = c.commHost(state)
 	require.NoError(t, err)
 	assert.Equal(t, "192.0.2.10", host)
+}
+
+func TestStepStartDomainHypervRefused(t *testing.T) {
+	const qemuSays = "internal error: qemu unexpectedly closed the monitor: 2025-03-01T10:00:00.000000Z " +
+		"qemu-system-x86_64: kernel doesn't allow setting HyperV VP_INDEX"
+	c := preparedLinux(t)
+	m := NewMockDriver()
+	m.FailOn["StartDomain"] = fmt.Errorf("starting domain %q: %w", c.VMName, golibvirt.Error{Code: uint32(golibvirt.ErrInternalError), Message: qemuSays})
+	state := testState(t, c, m)
+	require.Equal(t, multistep.ActionHalt, (&stepStartDomain{}).Run(context.Background(), state))
+	err := state.Get("error").(error)
+	assert.ErrorContains(t, err, qemuSays, "QEMU's own words are kept")
+	assert.ErrorContains(t, err, "set hyperv_enlightenments = false")
+	assert.ErrorContains(t, err, `accelerator = "tcg"`)
+	var le golibvirt.Error
+	assert.ErrorAs(t, err, &le, "the libvirt error stays reachable")
+
+	// Other start failures pass through without the hint.
+	m = NewMockDriver()
+	m.FailOn["StartDomain"] = errors.New("starting domain: Cannot access storage file")
+	state = testState(t, c, m)
+	require.Equal(t, multistep.ActionHalt, (&stepStartDomain{}).Run(context.Background(), state))
+	assert.EqualError(t, state.Get("error").(error), "starting domain: Cannot access storage file")
+
+	assert.True(t, hypervRefusedRE.MatchString("qemu-system-x86_64: Hyper-V synthetic interrupt controller (requested by 'hv-synic' cpu flag) is not supported by kernel"))
 }
