@@ -191,4 +191,45 @@ func TestJoinRealControlPlane(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before.ModTime(), after.ModTime())
 	})
+
+	// The Node of a join that fails late (no pod network yet, as while a
+	// CNI pulls its images) stays NotReady; the token must not outlive it.
+	t.Run("a join whose Node never gets Ready leaves no token on disk after the rerun", func(t *testing.T) {
+		c.reset(t)
+		// Without the harness's bridge config, containerd reports the pod
+		// network not ready and so does the kubelet.
+		aside := filepath.Join(c.dir, filepath.Base(harnessCNIConf))
+		require.NoError(t, os.Rename(harnessCNIConf, aside))
+		t.Cleanup(func() { require.NoError(t, os.Rename(aside, harnessCNIConf)) })
+		path := c.token("not-ready.yaml")
+
+		out, err := c.run(ctx, "join", "--config", path, "--node-ready-timeout", "30s", "--log-file", filepath.Join(c.dir, "not-ready.log"))
+		require.Error(t, err)
+		assert.Contains(t, out, "phase node-ready: Node "+nodeName+" is not Ready after 30s")
+		_, err = os.Stat(config.DefaultPaths().KubeadmConfig)
+		assert.ErrorIs(t, err, os.ErrNotExist, "kubeadm's config with the token is removed once kubeadm returned")
+
+		out, err = c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "not-ready-again.log"))
+		require.NoError(t, err, "the rerun finds the node joined")
+		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster: removed the token an earlier run left on disk")
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), "token:", "the token is removed from the config file")
+		_, err = os.Stat(config.DefaultPaths().KubeadmConfig)
+		assert.ErrorIs(t, err, os.ErrNotExist)
+	})
+}
+
+// harnessCNIConf is the bridge CNI config harness.PrepareNode writes.
+const harnessCNIConf = "/etc/cni/net.d/10-kubenode-harness.conflist"
+
+// reset undoes the join of this host (as the harness's Teardown does) and
+// deletes its Node, so that the host can join again.
+func (c *cluster) reset(t *testing.T) {
+	cmd := exec.Command(filepath.Join(c.bin, "kubeadm"), "reset", "-f", "--cri-socket", c.node.CRISocket(), "--skip-phases=remove-etcd-member")
+	cmd.Env = c.node.Env()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "kubeadm reset: %s", out)
+	c.kubectl("delete", "node", nodeName, "--ignore-not-found")
+	noKubeletConf(t)
 }

@@ -69,7 +69,9 @@ type data struct {
 	opts    Options
 	cfg     *config.Config
 	sources []string // where the configuration came from, in merge order
-	joined  bool     // already a member: every later phase is skipped
+	joined  bool     // already a member: every later phase but cleanup is skipped
+	// scrubbed are the files cleanup removed a token from.
+	scrubbed []string
 
 	ca            []*x509.Certificate
 	caPEM         []byte
@@ -93,7 +95,7 @@ func Phases() []phases.Phase[*data] {
 		{Name: "kubelet-service", Help: "apply kubeadm-flags.env to the kubelet service (Windows)", Run: restartKubelet, RunIf: notJoined},
 		{Name: "node-ready", Help: "wait for the Node to be Ready", Run: waitReady, RunIf: notJoined},
 		{Name: "node-registration", Help: "check the Node's labels and taints", Run: ensureRegistration, RunIf: notJoined},
-		{Name: "cleanup", Help: "remove the token from disk, disable the first-boot service", Run: cleanup, RunIf: notJoined},
+		{Name: "cleanup", Help: "remove the token from disk, disable the first-boot service", Run: cleanup},
 	}
 }
 
@@ -120,9 +122,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := r.Run(ctx, d); err != nil {
 		return err
 	}
-	if d.joined {
+	switch {
+	case d.joined && len(d.scrubbed) > 0:
+		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster: removed the token an earlier run left on disk\n", d.cfg.NodeName)
+	case d.joined:
 		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster: nothing changed\n", d.cfg.NodeName)
-	} else {
+	default:
 		fmt.Fprintf(opts.Log, "node %s joined the cluster and is Ready\n", d.cfg.NodeName)
 	}
 	return nil

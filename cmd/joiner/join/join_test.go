@@ -195,11 +195,12 @@ func TestJoinEndToEndOnFakes(t *testing.T) {
 	assert.Contains(t, e.log.String(), "node win-node-1 joined the cluster and is Ready")
 	assert.Contains(t, e.log.String(), "[discovery] cluster-info signed for token abcdef")
 
-	// Again: already a member, nothing runs, nothing changes.
+	// Again: already a member, nothing runs but the (idempotent) disable.
 	before := len(e.host.calls)
 	e.log.Reset()
 	require.NoError(t, join.Run(context.Background(), e.opts))
-	assert.Len(t, e.host.calls, before, "a second join runs nothing on the host")
+	assert.Equal(t, []string{"disable-first-boot"}, e.host.calls[before:], "a second join runs nothing else on the host")
+	assert.Contains(t, e.log.String(), "nothing changed")
 	assert.Contains(t, e.log.String(), "already a member")
 	after, _ := os.ReadFile(e.paths.Hosts)
 	assert.Equal(t, hosts, after)
@@ -266,6 +267,32 @@ func TestNodeNotReadyTimesOutWithItsConditions(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "phase node-ready: Node win-node-1 is not Ready after 1s (Ready=False (KubeletNotReady: container runtime network not ready")
 	assert.Contains(t, err.Error(), "joiner doctor --node win-node-1")
+}
+
+// A join that fails after kubeadm has joined (the Node stays NotReady while
+// the CNI pulls its images) must not leave the token behind: kubeadm's copy
+// goes when kubeadm returns, and the rerun (Windows' service recovery, or
+// by hand) finds the node joined, scrubs the token from the joiner's
+// configuration and disables the first-boot service.
+func TestJoinFailingInNodeReadyLeavesNoTokenAfterTheRerun(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.host.notReady = "container runtime network not ready: cni plugin not initialized"
+	err := join.Run(context.Background(), e.opts)
+	require.ErrorContains(t, err, "phase node-ready:")
+	_, statErr := os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, statErr, os.ErrNotExist, "kubeadm's config (with the token) is removed once kubeadm returned")
+	assert.NotContains(t, e.host.calls, "disable-first-boot", "a failed join leaves the service to run again")
+
+	e.log.Reset()
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+	assert.Contains(t, e.log.String(), "node win-node-1 is already a member of the cluster: removed the token an earlier run left on disk")
+	_, statErr = os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
+	cfg, err := os.ReadFile(e.paths.Config)
+	require.NoError(t, err)
+	assert.NotContains(t, string(cfg), "token:", "the token is scrubbed from the joiner's configuration")
+	assert.Contains(t, string(cfg), "example.com/pool", "the rest of the config stays")
+	assert.Equal(t, "disable-first-boot", e.host.calls[len(e.host.calls)-1], "the first-boot service is disabled")
 }
 
 func TestConfigFromSeedWhenTheImageHasNoToken(t *testing.T) {

@@ -316,8 +316,12 @@ func kubeadmJoin(ctx context.Context, d *data) error {
 	tail := &tailWriter{max: 30}
 	w := io.MultiWriter(d.opts.Log, tail)
 	err := d.opts.Host.Run(ctx, d.opts.Env, w, kubeadm, "join", "--config", d.opts.Paths.KubeadmConfig)
+	// Whatever kubeadm returned, its copy of the token has served: a later
+	// phase may fail, and a node that has joined is not joined again.
+	if rmErr := os.Remove(d.opts.Paths.KubeadmConfig); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		fmt.Fprintf(d.opts.Log, "[kubeadm-join] WARNING: could not remove %s, which holds the token: %v; delete it\n", d.opts.Paths.KubeadmConfig, rmErr)
+	}
 	if err != nil {
-		os.Remove(d.opts.Paths.KubeadmConfig)
 		return fmt.Errorf("`%s join --config %s` failed: %w\nlast lines of its output:\n%s\n"+
 			"fix the cause above, run `kubeadm reset -f`, then run the joiner again", kubeadm, d.opts.Paths.KubeadmConfig, err, tail)
 	}
@@ -461,19 +465,30 @@ func ensureRegistration(ctx context.Context, d *data) error {
 }
 
 // cleanup removes the token from every file the joiner wrote or read and
-// can write, and disables the first-boot service.
+// can write, and disables the first-boot service. It also runs on a node
+// that is already a member: an earlier run may have joined and then failed
+// (node-ready timed out) before it could clean up.
 func cleanup(_ context.Context, d *data) error {
-	if err := os.Remove(d.opts.Paths.KubeadmConfig); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
 	var errs []error
+	switch err := os.Remove(d.opts.Paths.KubeadmConfig); {
+	case err == nil:
+		d.scrubbed = append(d.scrubbed, d.opts.Paths.KubeadmConfig)
+	case !errors.Is(err, os.ErrNotExist):
+		errs = append(errs, err)
+	}
 	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
 		if path == "" || !slices.Contains(d.sources, path) {
 			continue
 		}
-		if err := scrubToken(path); err != nil {
+		switch had, err := scrubToken(path); {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("removing the token from %s: %w", path, err))
+		case had:
+			d.scrubbed = append(d.scrubbed, path)
 		}
+	}
+	for _, path := range d.scrubbed {
+		fmt.Fprintf(d.opts.Log, "[cleanup] removed the token from %s\n", path)
 	}
 	for _, s := range d.sources {
 		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config {
@@ -486,16 +501,18 @@ func cleanup(_ context.Context, d *data) error {
 	return errors.Join(errs...)
 }
 
-func scrubToken(path string) error {
+// scrubToken removes the token from the configuration file at path and
+// says whether there was one.
+func scrubToken(path string) (bool, error) {
 	c := config.New()
 	if err := c.MergeFile(path); err != nil {
-		return err
+		return false, err
 	}
 	if c.Token == "" {
-		return nil
+		return false, nil
 	}
 	c.Token = ""
-	return c.WriteFile(path)
+	return true, c.WriteFile(path)
 }
 
 // ReadyInterval is how often the Node is read while waiting for Ready: a
