@@ -74,7 +74,7 @@ func LinuxSteps(p LinuxPlan) []Step {
 	if p.Generalize {
 		steps = append(steps, Step{"generalize", linuxGeneralize(p)})
 	}
-	return steps
+	return append(steps, Step{"cleanup", linuxCleanup(p)})
 }
 
 // sh builds a POSIX shell script. Values go in only through q.
@@ -87,9 +87,9 @@ func newSh(title string) *sh {
 	s.line("set -eu")
 	s.line("export DEBIAN_FRONTEND=noninteractive LC_ALL=C")
 	// put writes a file only when its content differs, and says which.
-	s.line(`put() { # put PATH MODE: stdin -> PATH when it differs`)
+	s.line(`put() { # put PATH MODE: stdin -> PATH when it or its mode differs`)
 	s.line(`  tmp=$(mktemp); cat > "$tmp"`)
-	s.line(`  if [ -f "$1" ] && cmp -s "$tmp" "$1"; then rm -f "$tmp"; echo "ok: $1"; return 1; fi`)
+	s.line(`  if [ -f "$1" ] && cmp -s "$tmp" "$1" && [ "$(stat -c %%a "$1")" = "${2#0}" ]; then rm -f "$tmp"; echo "ok: $1"; return 1; fi`)
 	s.line(`  mkdir -p "$(dirname "$1")"; install -m "$2" "$tmp" "$1"; rm -f "$tmp"; echo "changed: $1"`)
 	s.line(`}`)
 	return s
@@ -230,13 +230,9 @@ func linuxContainerd(p LinuxPlan) []byte {
 	s.line("else")
 	s.file("/etc/containerd/config.toml", "0644", ContainerdConfig(2, p.PauseImage, p.CgroupDriver, cniBin), "restart=1")
 	s.line("fi")
-	var proxy strings.Builder
-	if env := p.Proxy.env(); len(env) > 0 {
-		proxy.WriteString("[Service]\n")
-		for _, kv := range env {
-			fmt.Fprintf(&proxy, "Environment=%q\n", kv)
-		}
-		s.file("/etc/systemd/system/containerd.service.d/http-proxy.conf", "0644", proxy.String(), "systemctl daemon-reload; restart=1")
+	if dropIn := ProxyDropIn(p.Proxy); dropIn != "" {
+		// A proxy URL may hold a password: root only.
+		s.file("/etc/systemd/system/containerd.service.d/http-proxy.conf", "0600", dropIn, "systemctl daemon-reload; restart=1")
 	} else {
 		s.line("if [ -f /etc/systemd/system/containerd.service.d/http-proxy.conf ]; then rm -f /etc/systemd/system/containerd.service.d/http-proxy.conf; systemctl daemon-reload; restart=1; echo 'changed: proxy drop-in removed'; fi")
 	}
@@ -244,6 +240,44 @@ func linuxContainerd(p LinuxPlan) []byte {
 	s.line("if ! systemctl is-enabled -q containerd; then systemctl enable -q containerd; echo 'changed: containerd enabled'; else echo 'ok: containerd enabled'; fi")
 	s.line("if [ \"${restart:-0}\" = 1 ] || ! systemctl is-active -q containerd; then systemctl restart containerd; echo 'changed: containerd restarted'; fi")
 	return s.bytes()
+}
+
+// ProxyDropIn is containerd's systemd drop-in with the proxy settings, ""
+// when there are none.
+func ProxyDropIn(p Proxy) string {
+	env := p.env()
+	if len(env) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("[Service]\n")
+	for _, kv := range env {
+		fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(kv))
+	}
+	return b.String()
+}
+
+// systemdQuote quotes a value for a unit file's Environment=: systemd
+// unescapes C escapes inside double quotes and then expands %-specifiers,
+// so a percent-encoded password (%40) needs its % doubled.
+func systemdQuote(v string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range v {
+		switch {
+		case r == '\\' || r == '"':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '%':
+			b.WriteString("%%")
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // BridgeConflist is the node-local bridge network of `cni = "bridge"`.
@@ -347,9 +381,19 @@ func linuxJoiner(p LinuxPlan) []byte {
 	return s.bytes()
 }
 
+// linuxCleanup removes the staging directory, whatever generalize says: it
+// holds the artifacts and the scripts, which the image must not keep. The
+// script runs from there; sh has it open, so removing it is safe.
+func linuxCleanup(p LinuxPlan) []byte {
+	s := newSh("cleanup: the staging directory removed")
+	s.line("rm -rf %s", q(p.Staging))
+	// This bake made it: removing it changes nothing in the image.
+	s.line("echo %s", q("ok: removed "+p.Staging))
+	return s.bytes()
+}
+
 func linuxGeneralize(p LinuxPlan) []byte {
 	s := newSh("generalize: every VM from this image is a new machine")
-	s.line("rm -rf %s", q(p.Staging))
 	s.line("if [ -s /etc/machine-id ]; then truncate -s 0 /etc/machine-id; echo 'changed: machine-id emptied (systemd makes a new one at boot)'; else echo 'ok: machine-id empty'; fi")
 	s.line("rm -f /var/lib/dbus/machine-id")
 	s.line("if ls /etc/ssh/ssh_host_*key* >/dev/null 2>&1; then rm -f /etc/ssh/ssh_host_*key*; echo 'changed: SSH host keys removed'; else echo 'ok: no SSH host keys'; fi")

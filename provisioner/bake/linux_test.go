@@ -36,7 +36,7 @@ func TestLinuxScriptsParse(t *testing.T) {
 			out, err := exec.Command("sh", "-n", path).CombinedOutput()
 			assert.NoError(t, err, "%s (%s): %s", s.Name, source, out)
 		}
-		assert.Equal(t, []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize"}, names)
+		assert.Equal(t, []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize", "cleanup"}, names)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.sh")
 	require.NoError(t, os.WriteFile(bad, []byte("if true; then\n"), 0o644))
@@ -62,6 +62,81 @@ func TestPutIsIdempotent(t *testing.T) {
 	second, err := exec.Command("sh", script).CombinedOutput()
 	require.NoError(t, err, string(second))
 	assert.Equal(t, "ok: "+target+"\n", string(second))
+	// Same content, wrong mode (an earlier bake's 0644): written again.
+	require.NoError(t, os.Chmod(target, 0o644))
+	third, err := exec.Command("sh", script).CombinedOutput()
+	require.NoError(t, err, string(third))
+	assert.Equal(t, "changed: "+target+"\nreloaded\n", string(third))
+	fi, _ = os.Stat(target)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
+}
+
+// The bake's last step removes the staging directory (artifacts and
+// scripts), with or without generalize, and changes nothing else.
+func TestStagingRemovedWithoutGeneralize(t *testing.T) {
+	for _, generalize := range []bool{true, false} {
+		p := testPlan()
+		p.Generalize = generalize
+		p.Staging = filepath.Join(t.TempDir(), "kubenode-bake")
+		require.NoError(t, os.MkdirAll(p.Staging, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(p.Staging, "06-joiner.sh"), []byte("echo"), 0o600))
+		steps := LinuxSteps(p)
+		last := steps[len(steps)-1]
+		require.Equal(t, "cleanup", last.Name, "generalize = %t", generalize)
+		script := filepath.Join(p.Staging, "99-"+last.Name+".sh")
+		require.NoError(t, os.WriteFile(script, last.Script, 0o600))
+		out, err := exec.Command("sh", script).CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.NoDirExists(t, p.Staging, "generalize = %t", generalize)
+		assert.NotContains(t, string(out), "changed: ", "a second bake still reports 0 changes")
+	}
+}
+
+// A proxy URL's password may be percent-encoded and hold quotes or
+// backslashes: systemd must read back exactly the value given.
+func TestProxyDropInEscaping(t *testing.T) {
+	p := Proxy{HTTP: `http://user:p%40ss%25w0rd@proxy:3128`, HTTPS: `http://u:a"b\c$HOME%h@proxy:3128`, No: "10.0.0.0/8,'quoted'"}
+	assert.Equal(t, `[Service]
+Environment="HTTP_PROXY=http://user:p%%40ss%%25w0rd@proxy:3128"
+Environment="http_proxy=http://user:p%%40ss%%25w0rd@proxy:3128"
+Environment="HTTPS_PROXY=http://u:a\"b\\c$HOME%%h@proxy:3128"
+Environment="https_proxy=http://u:a\"b\\c$HOME%%h@proxy:3128"
+Environment="NO_PROXY=10.0.0.0/8,'quoted'"
+Environment="no_proxy=10.0.0.0/8,'quoted'"
+`, ProxyDropIn(p))
+	assert.Equal(t, `"a\x0ab"`, systemdQuote("a\nb"), "a newline cannot start a new line of the unit")
+	assert.Empty(t, ProxyDropIn(Proxy{}))
+
+	script := string(linuxContainerd(LinuxPlan{Proxy: p, Staging: "/var/tmp/kubenode-bake"}))
+	assert.Contains(t, script, "put '/etc/systemd/system/containerd.service.d/http-proxy.conf' 0600 ", "the drop-in may hold a password: root only")
+}
+
+// systemd itself reads the drop-in back: each variable as given, no
+// specifier warnings. Needs systemd-analyze (Debian: systemd).
+func TestProxyDropInAsSystemdReadsIt(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed (apt-get install systemd)")
+	}
+	p := Proxy{HTTP: `http://user:p%40ss%25w0rd@proxy:3128`, HTTPS: `http://u:a"b\c$HOME%h@proxy:3128`, No: "10.0.0.0/8,'quoted'"}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "containerd.service.d"), 0o755))
+	unit := filepath.Join(dir, "containerd.service")
+	require.NoError(t, os.WriteFile(unit, []byte("[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "containerd.service.d", "http-proxy.conf"), []byte(ProxyDropIn(p)), 0o600))
+	cmd := exec.Command(analyze, "verify", "--man=no", unit)
+	// At debug level verify prints the unit as loaded, its Environment too.
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":", "SYSTEMD_LOG_LEVEL=debug")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	var env []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Environment: "); ok {
+			env = append(env, v)
+		}
+		assert.NotContains(t, line, "specifier", "systemd-analyze: %s", line)
+	}
+	assert.Equal(t, p.env(), env, "systemd-analyze verify:\n%s", out)
 }
 
 func TestContainerdConfigMatchesTheKubelet(t *testing.T) {
