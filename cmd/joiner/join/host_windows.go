@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/Microsoft/go-winio"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
@@ -135,20 +134,10 @@ func controlService(ctx context.Context, name string, want svc.State, act func(*
 	if err := act(s); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
-	for {
+	return waitService(ctx, name, serviceState(want), func() (serviceState, error) {
 		st, err := s.Query()
-		if err != nil {
-			return err
-		}
-		if st.State == want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("service %s did not reach state %d: %w", name, want, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+		return serviceState(st.State), err
+	})
 }
 
 func lookPathIn(path, name string) (string, error) {
