@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"golang.org/x/net/http/httpproxy"
@@ -90,10 +94,96 @@ func (c *Config) localArtifact(a Artifact) (string, error) {
 	return "", nil
 }
 
+// Download timeouts. None bounds a whole download: a large file over a
+// slow link may take long, as long as data keeps coming. Tests shrink them.
+var downloadTimeouts = struct {
+	// Connect is for the TCP connection, TLS for its handshake.
+	Connect, TLS time.Duration
+	// Header bounds the wait for the response's headers once the request
+	// is sent.
+	Header time.Duration
+	// Idle bounds a pause in the body: no byte for this long fails it.
+	Idle time.Duration
+}{Connect: 30 * time.Second, TLS: 30 * time.Second, Header: time.Minute, Idle: 2 * time.Minute}
+
+// downloadClient is the HTTP client for artifacts and their checksums.
+func downloadClient(proxy func(*http.Request) (*url.URL, error)) *http.Client {
+	t := downloadTimeouts
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 proxy,
+		DialContext:           (&net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   t.TLS,
+		ResponseHeaderTimeout: t.Header,
+		ExpectContinueTimeout: time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+// get sends a GET whose body fails when no byte arrives for
+// downloadTimeouts.Idle; the caller closes the body.
+func get(ctx context.Context, client *http.Client, u string) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return nil, fmt.Errorf("GET %s: %w (check the network or http_proxy/https_proxy)", u, err)
+		}
+		return nil, err
+	}
+	idle := &idleBody{body: resp.Body, cancel: cancel, idle: downloadTimeouts.Idle, url: u}
+	idle.timer = time.AfterFunc(idle.idle, idle.expire)
+	resp.Body = idle
+	return resp, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// idleBody cancels its request when no byte arrived for idle.
+type idleBody struct {
+	body    io.ReadCloser
+	cancel  context.CancelFunc
+	timer   *time.Timer
+	idle    time.Duration
+	url     string
+	expired atomic.Bool
+}
+
+func (b *idleBody) expire() {
+	b.expired.Store(true)
+	b.cancel()
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && err != io.EOF && b.expired.Load() {
+		err = fmt.Errorf("GET %s: no data for %s: %w", b.url, b.idle, err)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	b.cancel()
+	return b.body.Close()
+}
+
 // download fetches a.URL into the cache, keyed by its published checksum,
 // through the configured proxy.
 func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (string, error) {
-	client := &http.Client{Transport: &http.Transport{Proxy: c.proxyFunc()}}
+	client := downloadClient(c.proxyFunc())
 	want, err := publishedSHA256(ctx, client, a.ChecksumURL, a.FileName)
 	if err != nil {
 		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
@@ -107,11 +197,7 @@ func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (str
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
+	resp, err := get(ctx, client, a.URL)
 	if err != nil {
 		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
 	}
@@ -141,11 +227,7 @@ func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (str
 // publishedSHA256 reads a checksum file: a bare hex digest (dl.k8s.io's
 // .sha256) or sha256sum lines, from which the one naming file is taken.
 func publishedSHA256(ctx context.Context, client *http.Client, u, file string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
+	resp, err := get(ctx, client, u)
 	if err != nil {
 		return "", fmt.Errorf("reading the published checksum: %w", err)
 	}

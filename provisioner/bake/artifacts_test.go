@@ -1,0 +1,98 @@
+package bake
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stallingServer answers /kubelet.sha256 with a checksum and /kubelet with
+// a first chunk, then stalls; any other path is accepted and never
+// answered, not even with headers.
+func stallingServer(t *testing.T) *httptest.Server {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/kubelet.sha256":
+			w.Write([]byte(sum("real kubelet")))
+			return
+		case "/kubelet":
+			w.Write([]byte("real "))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv
+}
+
+// resolveWithin resolves arts and fails the test when that takes longer
+// than limit (a download that hangs).
+func resolveWithin(t *testing.T, limit time.Duration, arts []Artifact) error {
+	t.Helper()
+	c := Config{DownloadCacheDir: t.TempDir()}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("the download still waits after %s", limit)
+		return nil
+	}
+}
+
+func shrinkDownloadTimeouts(t *testing.T) {
+	saved := downloadTimeouts
+	t.Cleanup(func() { downloadTimeouts = saved })
+	downloadTimeouts.Connect, downloadTimeouts.TLS, downloadTimeouts.Header, downloadTimeouts.Idle = time.Second, time.Second, 200*time.Millisecond, 300*time.Millisecond
+}
+
+// A server that accepts the connection and never sends headers fails the
+// download instead of hanging the build.
+func TestDownloadGivesUpOnAServerThatNeverAnswers(t *testing.T) {
+	shrinkDownloadTimeouts(t)
+	srv := stallingServer(t)
+	err := resolveWithin(t, 5*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/never.sha256"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kubelet: reading the published checksum: GET "+srv.URL+"/never.sha256")
+	assert.Contains(t, err.Error(), "timeout awaiting response headers")
+}
+
+// A body that stops coming fails after the idle timeout; a slow one that
+// keeps coming is not cut (there is no whole-download timeout).
+func TestDownloadGivesUpOnABodyThatStops(t *testing.T) {
+	shrinkDownloadTimeouts(t)
+	srv := stallingServer(t)
+	err := resolveWithin(t, 5*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kubelet: downloading "+srv.URL+"/kubelet")
+	assert.Contains(t, err.Error(), "no data for 300ms")
+
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/kubelet.sha256" {
+			w.Write([]byte(sum("real kubelet")))
+			return
+		}
+		for _, b := range []byte("real kubelet") {
+			w.Write([]byte{b})
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond) // 1.2 s in all, each pause under Idle
+		}
+	}))
+	defer slow.Close()
+	err = resolveWithin(t, 10*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: slow.URL + "/kubelet", ChecksumURL: slow.URL + "/kubelet.sha256"}})
+	require.NoError(t, err)
+}
