@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,11 +206,15 @@ func (c *Config) validate(credentials bool) error {
 		errs = append(errs, field.Invalid(key("criSocket"), c.CRISocket, "must be a unix:// or npipe:// URL"))
 	}
 	for i, a := range c.KubeletExtraArgs {
-		if a.Name == "" || strings.HasPrefix(a.Name, "-") {
-			errs = append(errs, field.Invalid(key("kubeletExtraArgs").Index(i).Child("name"), a.Name, "a flag name without leading dashes"))
+		p := key("kubeletExtraArgs").Index(i)
+		if msg := CheckKubeletArgName(a.Name); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("name"), a.Name, msg))
 		}
-		if a.Name == "node-labels" || a.Name == "register-with-taints" {
-			errs = append(errs, field.Forbidden(key("kubeletExtraArgs").Index(i).Child("name"), "use labels / taints instead of "+a.Name))
+		if msg := ForbiddenKubeletArg(a.Name); msg != "" {
+			errs = append(errs, field.Forbidden(p.Child("name"), msg))
+		}
+		if msg := CheckKubeletArgValue(a.Name, a.Value); msg != "" {
+			errs = append(errs, field.Invalid(p.Child("value"), a.Value, msg))
 		}
 	}
 	for name, d := range map[string]*metav1.Duration{"seed": c.Timeouts.Seed, "discovery": c.Timeouts.Discovery,
@@ -272,13 +277,78 @@ func validateLabels(labels map[string]string, p *field.Path) field.ErrorList {
 		for _, msg := range validation.IsValidLabelValue(labels[k]) {
 			errs = append(errs, field.Invalid(p.Key(k), labels[k], msg))
 		}
-		if inKubernetesNamespace(k) && !kubeletapis.IsKubeletLabel(k) {
-			errs = append(errs, field.Forbidden(p.Key(k),
-				"the NodeRestriction admission plugin forbids a kubelet to set labels in the kubernetes.io and k8s.io namespaces "+
-					"except the well-known ones; use your own prefix (e.g. example.com/role) or label the node with an admin credential"))
+		if msg := ForbiddenLabel(k); msg != "" {
+			errs = append(errs, field.Forbidden(p.Key(k), msg))
 		}
 	}
 	return errs
+}
+
+// CheckLabel says why the kubelet cannot register its Node with the label
+// key=value, one message per problem; nil when it can. kubenode-bake checks
+// node_labels with it.
+func CheckLabel(key, value string) []string {
+	msgs := validation.IsQualifiedName(key)
+	msgs = append(msgs, validation.IsValidLabelValue(value)...)
+	if msg := ForbiddenLabel(key); msg != "" {
+		msgs = append(msgs, msg)
+	}
+	return msgs
+}
+
+// ForbiddenLabel says why a kubelet may not set the label key on its own
+// Node (NodeRestriction), or "".
+func ForbiddenLabel(key string) string {
+	if inKubernetesNamespace(key) && !kubeletapis.IsKubeletLabel(key) {
+		return "the NodeRestriction admission plugin forbids a kubelet to set labels in the kubernetes.io and k8s.io namespaces " +
+			"(node-role.kubernetes.io/, node-restriction.kubernetes.io/, ...) except the well-known ones; " +
+			"use your own prefix (e.g. example.com/role) or label the node with an admin credential"
+	}
+	return ""
+}
+
+// CheckKubeletArgName says why name is not a kubelet flag name the joiner
+// passes on, or "".
+func CheckKubeletArgName(name string) string {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return "a flag name without leading dashes"
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Sprintf("a flag name is letters, digits, '-', '_' and '.', not %q", r)
+		}
+	}
+	return ""
+}
+
+// ForbiddenKubeletArg says why the joiner refuses the kubelet flag name
+// (it sets it itself from other keys), or "".
+func ForbiddenKubeletArg(name string) string {
+	if name == "node-labels" || name == "register-with-taints" {
+		return "use labels / taints instead of " + name
+	}
+	return ""
+}
+
+// CheckKubeletArgValue says why value cannot be the value of the kubelet
+// flag --name, or "". A kubelet flag reaches the kubelet through command
+// lines that are split on whitespace and read quotes and backslashes:
+// systemd's KUBELET_KUBEADM_ARGS and KUBELET_EXTRA_ARGS on Linux, the
+// service's command line on Windows. A value with such characters would
+// become other flags ("2 --register-node=false" is two), so it is refused;
+// Windows paths can be written with forward slashes (C:/var/lib/kubelet).
+func CheckKubeletArgValue(name, value string) string {
+	for _, r := range value {
+		switch {
+		case unicode.IsSpace(r):
+			return fmt.Sprintf("the value of --%s contains whitespace, which would split it into more arguments", name)
+		case unicode.IsControl(r) || r == '\uFFFE' || r == '\uFFFF':
+			return fmt.Sprintf("the value of --%s contains a control character", name)
+		case strings.ContainsRune("\"'`\\", r):
+			return fmt.Sprintf("the value of --%s contains %q, which a service command line reads as quoting or an escape (write Windows paths with /)", name, r)
+		}
+	}
+	return ""
 }
 
 // inKubernetesNamespace: labels under kubernetes.io and k8s.io are

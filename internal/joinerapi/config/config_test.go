@@ -8,6 +8,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
 func valid(t *testing.T) *config.Config {
@@ -66,6 +67,28 @@ timeouts: {nodeReady: -1s}
 	}
 	assert.NotContains(t, err.Error(), "example.com/ok", "a label in the user's own namespace is fine")
 	assert.NotContains(t, err.Error(), "0123456789abcdef", "the token never appears in errors")
+}
+
+// A kubelet flag's value goes into command lines split on whitespace and
+// read for quotes and escapes (systemd's KUBELET_KUBEADM_ARGS, the Windows
+// kubelet service's command line): it must stay one argument.
+func TestKubeletArgValuesThatWouldSplitAreRefused(t *testing.T) {
+	for _, value := range []string{"2 --register-node=false", "2\t--x", `"2"`, "it's", "a`b", `C:\var\lib`, "a\nb"} {
+		t.Run(value, func(t *testing.T) {
+			c := valid(t)
+			c.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "v", Value: value}}
+			err := c.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "kubeletExtraArgs[0].value: Invalid value:")
+			assert.Contains(t, err.Error(), "the value of --v contains")
+		})
+	}
+	c := valid(t)
+	c.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "feature-gates", Value: "A=true,B=false"}, {Name: "root-dir", Value: "C:/var/lib/kubelet"},
+		{Name: "eviction-hard", Value: "memory.available<500Mi"}, {Name: "cgroups-per-qos", Value: ""}}
+	require.NoError(t, c.Validate())
+	c.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "v=2 --x", Value: "1"}}
+	require.ErrorContains(t, c.Validate(), `kubeletExtraArgs[0].name: Invalid value: "v=2 --x": a flag name is letters, digits`)
 }
 
 func TestMissingCredentialsSayWhereToGetThem(t *testing.T) {
