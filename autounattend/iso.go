@@ -252,6 +252,46 @@ func readDir(dir *iso9660.File, prefix string, out *[]File) error {
 	return nil
 }
 
+// ErrTooLarge is returned by ReadISOFile for a directory or file larger
+// than its limit.
+var ErrTooLarge = errors.New("larger than allowed")
+
+// ReadISOFile reads one file of the root directory of an ISO 9660 image,
+// its name compared case-insensitively, reading at most max bytes of the
+// root directory and of the file: unlike ReadISO it reads nothing else, so
+// a disc from an untrusted source cannot make the reader hold more.
+func ReadISOFile(r io.ReaderAt, name string, max int64) ([]byte, error) {
+	img, err := iso9660.OpenImage(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading seed disc: %w", err)
+	}
+	root, err := img.RootDir()
+	if err != nil {
+		return nil, fmt.Errorf("reading seed disc root: %w", err)
+	}
+	if root.Size() > max {
+		return nil, fmt.Errorf("seed disc root directory: %d bytes, %w (%d)", root.Size(), ErrTooLarge, max)
+	}
+	children, err := root.GetChildren()
+	if err != nil {
+		return nil, fmt.Errorf("reading seed disc root: %w", err)
+	}
+	for _, c := range children {
+		if c.IsDir() || !strings.EqualFold(c.Name(), name) {
+			continue
+		}
+		if c.Size() > max {
+			return nil, fmt.Errorf("%q on the seed disc: %d bytes, %w (%d)", name, c.Size(), ErrTooLarge, max)
+		}
+		data, err := io.ReadAll(io.LimitReader(c.Reader(), max))
+		if err != nil {
+			return nil, fmt.Errorf("reading %q from seed disc: %w", name, err)
+		}
+		return data, nil
+	}
+	return nil, fmt.Errorf("%q: %w", name, ErrNotFound)
+}
+
 // ErrNotFound is returned by Disc.File for a name the disc does not hold.
 var ErrNotFound = errors.New("not on the seed disc")
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
@@ -304,6 +305,21 @@ func TestConfigFromSeedWhenTheImageHasNoToken(t *testing.T) {
 	err := join.Run(context.Background(), e.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "phase config: no join seed disc found")
+}
+
+// A seed disc that sets what only the image may set (here the kubelet the
+// joiner runs as root) is refused before anything runs.
+func TestSeedSettingAnImageOnlyKeyIsRefused(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\n")
+	dir := t.TempDir()
+	require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: config.SeedLabel,
+		Files: []autounattend.File{{Name: config.FileName, Data: []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: " + jointest.Token +
+			"\ncaCertHashes: [" + e.ca.Hash() + "]\nkubeletPath: /tmp/evil\n")}}}))
+	e.opts.Paths.SeedDevices = []string{filepath.Join(dir, "sr*")}
+	err := join.Run(context.Background(), e.opts)
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "phase config: "+filepath.Join(dir, "sr0")+":joiner.yaml: kubeletPath: a join seed disc may not set it")
+	assert.Empty(t, e.host.calls, "nothing ran")
 }
 
 func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {

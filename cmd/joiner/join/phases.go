@@ -56,7 +56,7 @@ func loadConfig(ctx context.Context, d *data) error {
 			if err != nil {
 				return err
 			}
-			if err := cfg.Merge(where+":"+config.FileName, seed); err != nil {
+			if err := cfg.MergeSeed(where+":"+config.FileName, seed); err != nil {
 				return err
 			}
 			d.sources = append(d.sources, where)

@@ -59,9 +59,6 @@ func readSeed(dev string) ([]byte, error) {
 	if string(pvd[1:6]) != "CD001" || string(bytes.TrimRight(pvd[40:72], " ")) != config.SeedLabel {
 		return nil, errNotSeed
 	}
-	disc, err := autounattend.ReadISO(f)
-	if err != nil {
-		return nil, err
-	}
-	return disc.File(config.FileName)
+	// Anyone who can attach a disc can write this one: read one bounded file.
+	return autounattend.ReadISOFile(f, config.FileName, config.MaxFileSize)
 }

@@ -44,3 +44,15 @@ func TestFindSeedTimesOutNamingTheLabel(t *testing.T) {
 	assert.Contains(t, err.Error(), "labelled KUBENODE_JOIN holding joiner.yaml")
 	assert.Contains(t, err.Error(), "--config")
 }
+
+// Anyone who can attach a disc writes it: its joiner.yaml is read only up
+// to config.MaxFileSize.
+func TestFindSeedRefusesAnOversizedFile(t *testing.T) {
+	dir := t.TempDir()
+	seed.PollInterval = 10 * time.Millisecond
+	require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: config.SeedLabel,
+		Files: []autounattend.File{{Name: config.FileName, Data: make([]byte, config.MaxFileSize+1)}}}))
+	_, _, err := seed.Find(context.Background(), config.Paths{SeedDevices: []string{filepath.Join(dir, "sr*")}}, 50*time.Millisecond)
+	require.ErrorIs(t, err, seed.ErrNoSeed)
+	assert.Contains(t, err.Error(), `"joiner.yaml" on the seed disc: 65537 bytes, larger than allowed (65536)`)
+}

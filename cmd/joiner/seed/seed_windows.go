@@ -4,7 +4,6 @@ package seed
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/windows"
@@ -35,7 +34,7 @@ func findSeedOnce(p config.Paths) ([]byte, string, error) {
 		if !strings.EqualFold(name, config.SeedLabel) {
 			continue
 		}
-		data, err := os.ReadFile(root + config.FileName)
+		data, err := config.ReadFile(root + config.FileName)
 		if err != nil {
 			return nil, "", err
 		}

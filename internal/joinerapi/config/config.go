@@ -10,7 +10,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -136,13 +138,105 @@ func (c *Config) Merge(source string, data []byte) error {
 	return nil
 }
 
+// MaxFileSize bounds a configuration file, on disk or on a seed disc; a
+// real one is a few hundred bytes.
+const MaxFileSize = 64 << 10
+
+// ErrTooLarge is returned for a configuration larger than MaxFileSize.
+var ErrTooLarge = fmt.Errorf("larger than %d bytes", MaxFileSize)
+
 // MergeFile merges the file at path; a missing file is reported as such.
 func (c *Config) MergeFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return err
 	}
 	return c.Merge(path, data)
+}
+
+// ReadFile reads a configuration file of at most MaxFileSize bytes.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
+	}
+	return data, nil
+}
+
+// SeedKeys are the keys a join seed disc may set: where and how to join
+// (endpoint, token, CA pins), how the Node registers (name, labels, which
+// the API server's NodeRestriction limits anyway, taints), kubeadm checks
+// to downgrade to warnings, how long to wait, and hosts entries for the
+// API server's own address. Everything else decides what runs as root or
+// SYSTEM on the node (kubeadmPath, kubeletPath, kubeletExtraArgs,
+// criSocket) or what the node trusts (unsafeSkipCAVerification, hosts
+// entries sending names elsewhere): only the image or root may set it.
+var SeedKeys = []string{"apiVersion", "kind", "apiServerEndpoint", "token", "caCertHashes", "nodeName",
+	"labels", "taints", "extraHosts", "ignorePreflightErrors", "timeouts"}
+
+// ErrImageOnly marks a seed that sets a key only the image may set.
+var ErrImageOnly = errors.New("only the image may set it")
+
+// MergeSeed merges the configuration of a join seed disc, which anyone who
+// can attach a disc to the machine can write: it may set SeedKeys only;
+// when the image pins the cluster CA (caCertHashes), the seed's pins must
+// be among the image's; and its extraHosts may only name the address of
+// apiServerEndpoint. Every problem is reported, naming its key.
+func (c *Config) MergeSeed(source string, data []byte) error {
+	if len(data) > MaxFileSize {
+		return fmt.Errorf("%s: %w", source, ErrTooLarge)
+	}
+	var keys map[string]any
+	if err := yaml.Unmarshal(data, &keys); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	var errs []error
+	for _, k := range sortedKeys(keys) {
+		if !slices.Contains(SeedKeys, k) {
+			errs = append(errs, fmt.Errorf("%s: %s: a join seed disc may not set it, %w: set it in the image "+
+				"(kubenode-bake's options, or the image's %s) or pass it with --config as root", source, k, ErrImageOnly, FileName))
+		}
+	}
+	seed := New()
+	if err := seed.Merge(source, data); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if len(c.CACertHashes) > 0 {
+		for _, h := range seed.CACertHashes {
+			if !slices.ContainsFunc(c.CACertHashes, func(pin string) bool { return strings.EqualFold(pin, h) }) {
+				errs = append(errs, fmt.Errorf("%s: caCertHashes: %s is not among the CA pins the image holds (%s), %w: "+
+					"make the seed for the cluster the image was built for, or pass --config as root", source, h, strings.Join(c.CACertHashes, ", "), ErrImageOnly))
+			}
+		}
+	}
+	endpoint := orDefault(seed.APIServerEndpoint, c.APIServerEndpoint)
+	host, _, _ := net.SplitHostPort(endpoint)
+	for i, h := range seed.ExtraHosts {
+		if host == "" || net.ParseIP(host) == nil || !net.ParseIP(host).Equal(net.ParseIP(h.IP)) {
+			errs = append(errs, fmt.Errorf("%s: extraHosts[%d]: %s is not the API server's address (apiServerEndpoint %s): "+
+				"a join seed disc may only add names for that address, %w for others: set them in the image or pass --config as root",
+				source, i, h.IP, endpoint, ErrImageOnly))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return c.Merge(source, data)
+}
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
 }
 
 // SetDefaults fills what the user left out. hostname is the machine's.
@@ -383,7 +477,7 @@ func validateTaints(taints []corev1.Taint, p *field.Path) field.ErrorList {
 	return errs
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
@@ -150,3 +151,82 @@ func TestWriteFileIsPrivateAndRoundTrips(t *testing.T) {
 }
 
 const testToken = "abcdef.0123456789abcdef"
+
+// A join seed disc is written by whoever can attach a disc to the machine:
+// it may say where and how to join, not what runs as root on the node or
+// what the node trusts.
+func TestSeedMayNotSetImageOnlyKeys(t *testing.T) {
+	c := config.New()
+	err := c.MergeSeed("/dev/sr0:joiner.yaml", []byte(`
+apiServerEndpoint: 10.0.2.2:6443
+token: `+testToken+`
+unsafeSkipCAVerification: true
+kubeadmPath: /tmp/evil
+kubeletPath: /tmp/evil
+kubeletExtraArgs: [{name: pod-manifest-path, value: /tmp}]
+criSocket: unix:///tmp/evil.sock
+`))
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	for _, key := range []string{"criSocket", "kubeadmPath", "kubeletExtraArgs", "kubeletPath", "unsafeSkipCAVerification"} {
+		assert.Contains(t, err.Error(), "/dev/sr0:joiner.yaml: "+key+": a join seed disc may not set it, only the image may set it: "+
+			"set it in the image (kubenode-bake's options, or the image's joiner.yaml) or pass it with --config as root")
+	}
+	assert.Empty(t, c.Token, "nothing of a refused seed is merged")
+	assert.Empty(t, c.KubeletPath)
+
+	require.NoError(t, c.MergeSeed("seed", []byte(`
+apiServerEndpoint: 10.0.2.2:6443
+token: `+testToken+`
+caCertHashes: ["sha256:`+sixtyFour+`"]
+nodeName: node-1
+labels: {example.com/pool: lab}
+taints: [{key: os, value: windows, effect: NoSchedule}]
+extraHosts: [{ip: 10.0.2.2, hostnames: [kind-control-plane]}]
+ignorePreflightErrors: [Swap]
+timeouts: {nodeReady: 30m}
+`)))
+	assert.Equal(t, testToken, c.Token)
+
+	// The same file through --config (root's) may set everything.
+	require.NoError(t, config.New().Merge("--config", []byte("kubeletPath: /opt/kubelet\nunsafeSkipCAVerification: true\n")))
+}
+
+func TestSeedCannotOverrideTheImagesCAPin(t *testing.T) {
+	other := "sha256:" + strings.Repeat("ab", 32)
+	image := func() *config.Config {
+		c := config.New()
+		require.NoError(t, c.Merge("image", []byte(`caCertHashes: ["sha256:`+sixtyFour+`"]`)))
+		return c
+	}
+	c := image()
+	err := c.MergeSeed("seed", []byte("token: "+testToken+"\ncaCertHashes: ["+other+"]\n"))
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "seed: caCertHashes: "+other+" is not among the CA pins the image holds (sha256:"+sixtyFour+")")
+	assert.Equal(t, []string{"sha256:" + sixtyFour}, c.CACertHashes)
+
+	c = image()
+	require.NoError(t, c.MergeSeed("seed", []byte("token: "+testToken+"\ncaCertHashes: [\"sha256:"+sixtyFour+"\"]\n")))
+	c = image()
+	require.NoError(t, c.MergeSeed("seed", []byte("token: "+testToken+"\n")), "a seed without pins keeps the image's")
+	assert.Equal(t, []string{"sha256:" + sixtyFour}, c.CACertHashes)
+}
+
+func TestSeedHostsEntriesOnlyForTheAPIServersAddress(t *testing.T) {
+	err := config.New().MergeSeed("seed", []byte(`
+apiServerEndpoint: 10.0.2.2:6443
+extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}, {ip: 203.0.113.7, hostnames: [registry.k8s.io]}]
+`))
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "seed: extraHosts[1]: 203.0.113.7 is not the API server's address (apiServerEndpoint 10.0.2.2:6443)")
+	assert.NotContains(t, err.Error(), "extraHosts[0]")
+}
+
+func TestConfigFilesAreBounded(t *testing.T) {
+	big := []byte("labels: {example.com/a: b}\n" + "#" + strings.Repeat("x", config.MaxFileSize) + "\n")
+	require.ErrorIs(t, config.New().MergeSeed("seed", big), config.ErrTooLarge)
+	path := filepath.Join(t.TempDir(), "joiner.yaml")
+	require.NoError(t, os.WriteFile(path, big, 0o600))
+	require.ErrorIs(t, config.New().MergeFile(path), config.ErrTooLarge)
+	require.NoError(t, os.WriteFile(path, big[:1000], 0o600))
+	require.NoError(t, config.New().MergeFile(path))
+}
