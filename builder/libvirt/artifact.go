@@ -14,9 +14,14 @@ const FactsKey = "kubenode.image_facts"
 
 // ImageFacts is what the builder tells later components about the image.
 type ImageFacts struct {
-	OSFamily     string `json:"os_family"` // "windows", "linux" or "unknown"
-	OSVersion    string `json:"os_version"`
-	OSEdition    string `json:"os_edition,omitempty"`
+	OSFamily string `json:"os_family"` // "windows", "linux" or "unknown"
+	// OSVersion is the Windows Server release the build was configured
+	// for; "" for Linux, whose release only the guest knows.
+	OSVersion string `json:"os_version"`
+	OSEdition string `json:"os_edition,omitempty"`
+	// SeedFlavor is how a Linux install was seeded (`linux.flavor`:
+	// cloud-init, preseed, ...), not the OS.
+	SeedFlavor   string `json:"seed_flavor,omitempty"`
 	Firmware     string `json:"firmware"`
 	Communicator string `json:"communicator"`
 	Accelerator  string `json:"accelerator"`

@@ -34,7 +34,7 @@ func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
 
 // generatedDataKeys are the build variables this builder sets
 // (build.OSFamily etc. in templates; the artifact's state for post-processors).
-var generatedDataKeys = []string{"OSFamily", "OSVersion", "Firmware", "DiskPath", "Communicator", "Accelerator"}
+var generatedDataKeys = []string{"OSFamily", "OSVersion", "SeedFlavor", "Firmware", "DiskPath", "Communicator", "Accelerator"}
 
 func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook) (packersdk.Artifact, error) {
 	c := &b.config
@@ -173,7 +173,7 @@ func (c *Config) imageFacts() ImageFacts {
 			f.OSEdition += "-core"
 		}
 	case c.Linux != nil:
-		f.OSFamily, f.OSVersion = "linux", c.Linux.Flavor
+		f.OSFamily, f.SeedFlavor = "linux", c.Linux.Flavor
 	}
 	return f
 }
@@ -184,6 +184,7 @@ func (c *Config) generatedData() map[string]interface{} {
 	return map[string]interface{}{
 		"OSFamily":     f.OSFamily,
 		"OSVersion":    f.OSVersion,
+		"SeedFlavor":   f.SeedFlavor,
 		"Firmware":     f.Firmware,
 		"DiskPath":     c.OutputDir + "/" + c.VMName + ".qcow2",
 		"Communicator": f.Communicator,

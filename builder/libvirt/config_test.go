@@ -36,6 +36,12 @@ func TestPrepareLinuxDefaults(t *testing.T) {
 	assert.True(t, *c.UseBackingFile)
 	assert.False(t, *c.HypervEnlightenments)
 	assert.Contains(t, []string{"kvm", "tcg"}, c.Accelerator)
+	// The seed's flavor is not the OS: only the guest knows its release.
+	f := c.imageFacts()
+	assert.Equal(t, "linux", f.OSFamily)
+	assert.Empty(t, f.OSVersion)
+	assert.Equal(t, "cloud-init", f.SeedFlavor)
+	assert.Equal(t, "cloud-init", c.generatedData()["SeedFlavor"])
 
 	// Each build is a new cloud-init instance, or an image from an earlier
 	// build would not take this build's seed.

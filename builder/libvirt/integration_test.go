@@ -189,6 +189,9 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	manifest, err := os.ReadFile(filepath.Join(first.outDir, "kubenode-manifest.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(manifest), `"family": "linux"`)
+	// No bake asked the guest: its release is left empty, not the seed's flavor.
+	assert.Contains(t, string(manifest), `"version": ""`)
+	assert.Contains(t, string(manifest), `"seed_flavor": "cloud-init"`)
 	serial, err := os.ReadFile(filepath.Join(first.outDir, "serial.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(serial), "Linux version", "the serial console log holds the guest's boot")

@@ -1,5 +1,5 @@
-// Package baked carries what kubenode-bake installed from the provisioner
-// to kubenode-export's manifest. A provisioner cannot add to the builder's
+// Package baked carries what kubenode-bake installed, and the OS the guest
+// reported, from the provisioner to kubenode-export's manifest. A provisioner cannot add to the builder's
 // artifact, so the facts travel through a file on the build machine, keyed
 // by the packer run (PACKER_RUN_UUID, which packer sets for every plugin it
 // starts) and the build's name. The post-processor reads and removes it.
@@ -24,6 +24,26 @@ type Facts struct {
 	Checksums map[string]string `json:"checksums"`
 }
 
+// GuestOS is what the guest says it runs: the manifest's `os` fields that
+// only the guest knows.
+type GuestOS struct {
+	// ID is os-release's ID (debian, ubuntu, rocky), or "windows".
+	ID string `json:"id"`
+	// Version is os-release's VERSION_ID (12, 24.04, 9.5), or the Windows
+	// Server release of the guest's build number (2022).
+	Version string `json:"version"`
+	// Name is os-release's PRETTY_NAME, or Windows' ProductName.
+	Name string `json:"name"`
+	// Build is Windows' CurrentBuildNumber.
+	Build string `json:"build,omitempty"`
+}
+
+// Record is what one bake hands to the export.
+type Record struct {
+	Facts Facts   `json:"facts"`
+	OS    GuestOS `json:"os"`
+}
+
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // Path is where the facts of this packer run's build wait; "" when packer
@@ -36,21 +56,21 @@ func Path(build string) string {
 	return filepath.Join(os.TempDir(), "kubenode-baked-"+unsafe.ReplaceAllString(run, "_")+"-"+unsafe.ReplaceAllString(build, "_")+".json")
 }
 
-// Write records the facts for the build's post-processor.
-func Write(build string, f Facts) error {
+// Write records what was baked for the build's post-processor.
+func Write(build string, r Record) error {
 	path := Path(build)
 	if path == "" {
 		return nil
 	}
-	data, err := json.MarshalIndent(f, "", "  ")
+	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
 }
 
-// Take reads and removes the build's facts; nil when it was not baked.
-func Take(build string) (*Facts, error) {
+// Take reads and removes the build's record; nil when it was not baked.
+func Take(build string) (*Record, error) {
 	path := Path(build)
 	if path == "" {
 		return nil, nil
@@ -63,9 +83,9 @@ func Take(build string) (*Facts, error) {
 		return nil, err
 	}
 	os.Remove(path)
-	var f Facts
-	if err := json.Unmarshal(data, &f); err != nil {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
-	return &f, nil
+	return &r, nil
 }

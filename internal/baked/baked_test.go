@@ -10,7 +10,10 @@ import (
 func TestWriteThenTakeOnce(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("PACKER_RUN_UUID", "8d3f-run")
-	f := Facts{Kubernetes: "v1.33.13", Containerd: "1.6.20", Checksums: map[string]string{"kubelet": "ab"}}
+	f := Record{
+		Facts: Facts{Kubernetes: "v1.33.13", Containerd: "1.6.20", Checksums: map[string]string{"kubelet": "ab"}},
+		OS:    GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"},
+	}
 	require.NoError(t, Write("kubenode-libvirt.debian/../x", f))
 	assert.NotContains(t, Path("kubenode-libvirt.debian/../x"), "/../", "build names cannot escape the directory")
 

@@ -68,6 +68,11 @@ func TestEndToEnd(t *testing.T) {
 		var m export.Manifest
 		require.NoError(t, json.Unmarshal(data, &m))
 		require.NotNil(t, m.Baked, "%s", data)
+		// The OS as the guest reported it to the bake, not the seed's flavor.
+		assert.Equal(t, "linux", m.OS.Family)
+		assert.Equal(t, "debian", m.OS.ID, "%s", data)
+		assert.Equal(t, "12", m.OS.Version, "%s", data)
+		assert.Equal(t, "cloud-init", m.OS.SeedFlavor)
 		assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
 		assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
 		assert.Equal(t, sum(t, filepath.Join(k8s, "kubelet")), m.Baked.Checksums["kubelet"])

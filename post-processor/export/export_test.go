@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // fakeArtifact is a builder's artifact as kubenode-libvirt returns it.
@@ -70,7 +71,7 @@ func uiForTest() (*packersdk.BasicUi, *bytes.Buffer) {
 func TestExportEveryFormat(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
-	in := &fakeArtifact{files: []string{src, filepath.Join(dir, "serial.log")}, facts: `{"os_family":"linux","os_version":"cloud-init","firmware":"bios"}`}
+	in := &fakeArtifact{files: []string{src, filepath.Join(dir, "serial.log")}, facts: `{"os_family":"linux","os_version":"","seed_flavor":"cloud-init","firmware":"bios"}`}
 	out := filepath.Join(dir, "out")
 	p := &PostProcessor{now: func() time.Time { return time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC) }}
 	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"qcow2", "raw", "vmdk", "vhdx"}, "output_directory": out}))
@@ -114,21 +115,68 @@ func TestExportEveryFormat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, st.Size(), int64(8<<20), "zero clusters are dropped and data compressed")
 
-	// The manifest validates against docs/manifest.schema.json.
-	raw, err := os.ReadFile(filepath.Join(out, ManifestFile))
-	require.NoError(t, err)
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	require.NoError(t, err)
-	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
-	require.NoError(t, err)
-	require.NoError(t, schema.Validate(doc))
+	validateManifest(t, filepath.Join(out, ManifestFile))
 	m := a.(*Artifact).manifest
-	assert.Equal(t, "linux", m.OS.Family)
+	// Without a bake nobody asked the guest: its release stays empty, and
+	// the seed's flavor is not taken for it.
+	assert.Equal(t, OSInfo{Family: "linux", SeedFlavor: "cloud-init"}, m.OS)
 	assert.Equal(t, "bios", m.Firmware.Type)
 	require.Len(t, m.Outputs, 4)
 	assert.Equal(t, "zstd", m.Outputs[0].Compression)
 	assert.Nil(t, m.Baked)
 	assert.Len(t, a.Files(), 9, "4 images, 4 checksum files, the manifest")
+}
+
+// validateManifest checks a written manifest against docs/manifest.schema.json.
+func validateManifest(t *testing.T, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	require.NoError(t, err)
+	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(doc), "%s", raw)
+}
+
+// The manifest's os is what the guest reported to kubenode-bake, next to
+// what the builder knows.
+func TestManifestOSIsWhatTheGuestReported(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("PACKER_RUN_UUID", "run-"+t.Name())
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	require.NoError(t, baked.Write("kubenode-libvirt.debian", baked.Record{
+		Facts: baked.Facts{Kubernetes: "v1.33.13", Checksums: map[string]string{}},
+		OS:    baked.GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"},
+	}))
+	p := &PostProcessor{}
+	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"raw"}, "output_directory": filepath.Join(dir, "out"), "packer_build_name": "kubenode-libvirt.debian"}))
+	ui, log := uiForTest()
+	in := &fakeArtifact{files: []string{src}, facts: `{"os_family":"linux","os_version":"","seed_flavor":"cloud-init","firmware":"bios"}`}
+	a, _, _, err := p.PostProcess(context.Background(), ui, in)
+	require.NoError(t, err, log.String())
+	validateManifest(t, filepath.Join(dir, "out", ManifestFile))
+	m := a.(*Artifact).manifest
+	assert.Equal(t, OSInfo{Family: "linux", ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)", SeedFlavor: "cloud-init"}, m.OS)
+	require.NotNil(t, m.Baked)
+	assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+
+	for _, tc := range []struct {
+		name    string
+		builder OSInfo
+		guest   baked.GuestOS
+		want    OSInfo
+	}{
+		{"windows, not baked", OSInfo{Family: "windows", Version: "2022", Edition: "datacenter-core"}, baked.GuestOS{},
+			OSInfo{Family: "windows", Version: "2022", Edition: "datacenter-core"}},
+		{"windows, baked", OSInfo{Family: "windows", Version: "2022", Edition: "datacenter-core"}, baked.GuestOS{ID: "windows", Version: "2022", Name: "Windows Server 2022 Datacenter", Build: "20348"},
+			OSInfo{Family: "windows", ID: "windows", Version: "2022", Name: "Windows Server 2022 Datacenter", Build: "20348", Edition: "datacenter-core"}},
+		{"another builder, baked", OSInfo{Family: "unknown"}, baked.GuestOS{ID: "rocky", Version: "9.5", Name: "Rocky Linux 9.5 (Blue Onyx)"},
+			OSInfo{Family: "linux", ID: "rocky", Version: "9.5", Name: "Rocky Linux 9.5 (Blue Onyx)"}},
+	} {
+		assert.Equal(t, tc.want, tc.builder.reported(tc.guest), tc.name)
+	}
 }
 
 func mode(t *testing.T, path string) string {
@@ -162,7 +210,7 @@ func TestExportFileMode(t *testing.T) {
 func TestSchemaRejectsBadManifest(t *testing.T) {
 	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
 	require.NoError(t, err)
-	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"schema_version": 1, "build_time": "x", "os": {"family": "beos", "version": ""}, "firmware": {"type": "bios"}, "baked": null, "tools": {"builder": "", "plugin": "", "qemu_img": ""}, "outputs": []}`))
+	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"schema_version": 2, "build_time": "x", "os": {"family": "beos", "id": "", "version": "", "name": ""}, "firmware": {"type": "bios"}, "baked": null, "tools": {"builder": "", "plugin": "", "qemu_img": ""}, "outputs": []}`))
 	assert.Error(t, schema.Validate(doc), "the schema must be able to fail")
 }
 

@@ -14,7 +14,9 @@ import (
 const ManifestFile = "kubenode-manifest.json"
 
 // ManifestSchemaVersion is bumped when a field changes meaning or goes away.
-const ManifestSchemaVersion = 1
+// 2: os.version is the guest's release, no longer a Linux seed's flavor
+// (now os.seed_flavor).
+const ManifestSchemaVersion = 2
 
 // Manifest describes what an image is and what was baked into it. Its JSON
 // Schema is docs/manifest.schema.json.
@@ -28,11 +30,26 @@ type Manifest struct {
 	Outputs       []Output  `json:"outputs"`
 }
 
-// OSInfo is what the builder installed.
+// OSInfo is the image's OS. ID, Name and Build are what the guest reported
+// to kubenode-bake, empty when no bake ran: a builder only knows what it was
+// configured with.
 type OSInfo struct {
-	Family  string `json:"family"`
+	// Family is windows, linux or unknown (the builder's).
+	Family string `json:"family"`
+	// ID is os-release's ID (debian) or windows.
+	ID string `json:"id"`
+	// Version is os-release's VERSION_ID (12) or the Windows Server release
+	// (2022): the guest's, or without a bake the Windows release the
+	// builder was configured for ("" for Linux).
 	Version string `json:"version"`
+	// Name is os-release's PRETTY_NAME or Windows' ProductName.
+	Name string `json:"name"`
+	// Build is Windows' CurrentBuildNumber.
+	Build   string `json:"build,omitempty"`
 	Edition string `json:"edition,omitempty"`
+	// SeedFlavor is how the builder seeded a Linux install (cloud-init,
+	// preseed, ...).
+	SeedFlavor string `json:"seed_flavor,omitempty"`
 }
 
 // Firmware says how the image boots and what boot state travels with it.

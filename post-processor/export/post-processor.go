@@ -109,8 +109,13 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImgVersion(c.QemuImgPath)},
 		Outputs:       outputs,
 	}
-	if m.Baked, err = baked.Take(c.PackerBuildName); err != nil {
+	rec, err := baked.Take(c.PackerBuildName)
+	if err != nil {
 		return nil, true, true, fmt.Errorf("reading what kubenode-bake installed: %w", err)
+	}
+	if rec != nil {
+		m.Baked = &rec.Facts
+		m.OS = m.OS.reported(rec.OS)
 	}
 	if c.UploadPool != "" {
 		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {
@@ -145,13 +150,32 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// osInfo is what the builder knows of the OS.
 func osInfo(in packersdk.Artifact) OSInfo {
 	f, _ := libvirt.ReadImageFacts(in.State)
-	info := OSInfo{Family: f.OSFamily, Version: f.OSVersion, Edition: f.OSEdition}
+	info := OSInfo{Family: f.OSFamily, Version: f.OSVersion, Edition: f.OSEdition, SeedFlavor: f.SeedFlavor}
 	if info.Family == "" {
 		info.Family = "unknown"
 	}
 	return info
+}
+
+// reported adds what the guest told kubenode-bake; the guest's word wins.
+func (o OSInfo) reported(g baked.GuestOS) OSInfo {
+	o.ID, o.Name, o.Build = g.ID, g.Name, g.Build
+	if g.Version != "" {
+		o.Version = g.Version
+	}
+	if o.Family == "unknown" {
+		switch g.ID {
+		case "":
+		case "windows":
+			o.Family = "windows"
+		default:
+			o.Family = "linux"
+		}
+	}
+	return o
 }
 
 func firmware(in packersdk.Artifact) Firmware {

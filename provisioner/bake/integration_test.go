@@ -72,9 +72,22 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(work, "output", "kubenode-manifest.json"))
 	require.NoError(t, err)
 	var m struct {
+		OS struct {
+			Family     string `json:"family"`
+			ID         string `json:"id"`
+			Version    string `json:"version"`
+			Name       string `json:"name"`
+			SeedFlavor string `json:"seed_flavor"`
+		} `json:"os"`
 		Baked *baked.Facts `json:"baked"`
 	}
 	require.NoError(t, json.Unmarshal(data, &m))
+	// The OS is what the guest reported (/etc/os-release), not the seed.
+	assert.Equal(t, "linux", m.OS.Family)
+	assert.Equal(t, "debian", m.OS.ID, "%s", data)
+	assert.Equal(t, "12", m.OS.Version, "%s", data)
+	assert.True(t, strings.HasPrefix(m.OS.Name, "Debian GNU/Linux 12"), "%s", data)
+	assert.Equal(t, "cloud-init", m.OS.SeedFlavor)
 	require.NotNil(t, m.Baked, "baked is set: %s", data)
 	assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
 	assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)

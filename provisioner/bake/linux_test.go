@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 func testPlan() LinuxPlan {
@@ -157,4 +159,26 @@ func TestShellQuoting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `it's "$HOME" $(id)`, string(out))
 	assert.True(t, strings.HasPrefix(string(LinuxSteps(testPlan())[0].Script), "#!/bin/sh\n"))
+}
+
+// The guest's OS comes from os-release as the shell reads it (quoted or
+// not), with /usr/lib/os-release when /etc/os-release is missing.
+func TestOSReleaseCommand(t *testing.T) {
+	dir := t.TempDir()
+	etc, lib := filepath.Join(dir, "etc-os-release"), filepath.Join(dir, "lib-os-release")
+	require.NoError(t, os.WriteFile(lib, []byte(`PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+ID=debian
+`), 0o644))
+	command := strings.NewReplacer("/etc/os-release", etc, "/usr/lib/os-release", lib).Replace(osReleaseCommand)
+	out, err := exec.Command("sh", "-c", command).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, baked.GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"}, parseOSRelease(string(out)))
+
+	require.NoError(t, os.WriteFile(etc, []byte("ID=rocky\nVERSION_ID='9.5'\n"), 0o644))
+	out, err = exec.Command("sh", "-c", command).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, baked.GuestOS{ID: "rocky", Version: "9.5"}, parseOSRelease(string(out)))
 }

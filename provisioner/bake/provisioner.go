@@ -113,7 +113,11 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if err != nil {
 		return err
 	}
-	if err := baked.Write(c.PackerBuildName, facts); err != nil {
+	guest, err := linuxGuestOS(ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := baked.Write(c.PackerBuildName, baked.Record{Facts: facts, OS: guest}); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}
 	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes (Kubernetes %s, containerd %s, CNI plugins %s)", changed, facts.Kubernetes, facts.Containerd, facts.CNIPlugins))
@@ -152,6 +156,28 @@ func (p *Provisioner) linuxFacts(ctx context.Context, r *remote, plan LinuxPlan,
 		}
 	}
 	return f, nil
+}
+
+// osReleaseCommand prints os-release's ID, VERSION_ID and PRETTY_NAME, one
+// a line; /usr/lib/os-release is the fallback os-release(5) names.
+const osReleaseCommand = `sh -c 'if [ -r /etc/os-release ]; then . /etc/os-release; else . /usr/lib/os-release; fi && printf "%s\n%s\n%s\n" "${ID:-}" "${VERSION_ID:-}" "${PRETTY_NAME:-}"'`
+
+// linuxGuestOS asks the guest which OS it runs, for the image's manifest.
+func linuxGuestOS(ctx context.Context, r *remote) (baked.GuestOS, error) {
+	code, out, err := r.exec(ctx, osReleaseCommand)
+	if err != nil || code != 0 {
+		return baked.GuestOS{}, fmt.Errorf("asking the guest for its OS (/etc/os-release): exit %d, %v: %s", code, err, strings.TrimSpace(out))
+	}
+	return parseOSRelease(out), nil
+}
+
+// parseOSRelease reads osReleaseCommand's output.
+func parseOSRelease(out string) baked.GuestOS {
+	lines := strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n")
+	for len(lines) < 3 {
+		lines = append(lines, "")
+	}
+	return baked.GuestOS{ID: strings.TrimSpace(lines[0]), Version: strings.TrimSpace(lines[1]), Name: strings.TrimSpace(lines[2])}
 }
 
 // linuxPlan turns the configuration into the Linux plan and the artifacts

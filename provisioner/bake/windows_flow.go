@@ -291,6 +291,10 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 	if err != nil {
 		return err
 	}
+	guest, err := windowsGuestOS(ctx, r, win)
+	if err != nil {
+		return err
+	}
 	plan, arts, err := c.windowsPlan(win)
 	if err != nil {
 		return err
@@ -316,8 +320,28 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 		}
 		facts.Joiner = fields[1]
 	}
-	if err := baked.Write(c.PackerBuildName, facts); err != nil {
+	if err := baked.Write(c.PackerBuildName, baked.Record{Facts: facts, OS: guest}); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}
 	return nil
+}
+
+// windowsOSQuery prints the guest's build number and product name from the
+// registry, after a marker.
+const windowsOSQuery = `$v = Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+Write-Output ('kubenode-os: ' + $v.CurrentBuildNumber + ' ' + $v.ProductName)`
+
+// windowsGuestOS asks the guest which Windows it runs, for the image's
+// manifest; win is the release row of its build number.
+func windowsGuestOS(ctx context.Context, r *remote, win WindowsRelease) (baked.GuestOS, error) {
+	code, out, err := r.exec(ctx, powershellEncoded(windowsOSQuery))
+	if err == nil && code == 0 {
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-os: "); ok {
+				build, name, _ := strings.Cut(rest, " ")
+				return baked.GuestOS{ID: "windows", Version: win.Version, Name: name, Build: build}, nil
+			}
+		}
+	}
+	return baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows product name and build (registry, Windows NT\\CurrentVersion): exit %d, %v: %s", code, err, strings.TrimSpace(out))
 }

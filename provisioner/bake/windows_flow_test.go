@@ -124,6 +124,8 @@ func (g *fakeWindows) handle(command string) (string, int) {
 			return "", 0
 		case strings.Contains(script, "Win32_OperatingSystem).BuildNumber"):
 			return g.build + "\r\n", 0
+		case strings.Contains(script, "'kubenode-os: '"):
+			return "kubenode-os: " + g.build + " Windows Server 2022 Datacenter\r\n", 0
 		case strings.Contains(script, "kubenode-joiner.exe' version"):
 			return "joiner v0.9.1\r\n", 0
 		}
@@ -441,9 +443,11 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	g.build = fmt.Sprint(win.Build)
 	require.NoError(t, p.provisionWindows(context.Background(), newTestUI(), g))
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "cleanup"}, g.steps())
-	facts, err := baked.Take("win")
+	rec, err := baked.Take("win")
 	require.NoError(t, err)
-	require.NotNil(t, facts)
+	require.NotNil(t, rec)
+	facts := rec.Facts
+	assert.Equal(t, baked.GuestOS{ID: "windows", Version: win.Version, Name: "Windows Server 2022 Datacenter", Build: fmt.Sprint(win.Build)}, rec.OS, "what the guest reported")
 	assert.Equal(t, plan.Kubernetes.Version, facts.Kubernetes)
 	assert.Equal(t, plan.Containerd.Version, facts.Containerd)
 	assert.Equal(t, plan.PauseImage, facts.PauseImage)

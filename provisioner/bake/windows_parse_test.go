@@ -18,6 +18,7 @@ import (
 func TestWindowsScriptsParse(t *testing.T) {
 	scripts := map[string][]byte{
 		"boot check": []byte(windowsBootCheck),
+		"OS query":   []byte(windowsOSQuery),
 	}
 	for name, src := range renderedWindows(t) {
 		if strings.HasSuffix(name, ".ps1") {
