@@ -95,9 +95,15 @@ type Config struct {
 
 	// Install the joiner and its first-boot service. Default true.
 	InstallJoiner *bool `mapstructure:"install_joiner"`
-	// Labels the joiner registers the node with.
+	// Labels the joiner registers the node with. Labels a kubelet may not
+	// set on its own Node are refused (the `kubernetes.io` and `k8s.io`
+	// namespaces, e.g. `node-role.kubernetes.io/*`, except the well-known
+	// ones).
 	NodeLabels map[string]string `mapstructure:"node_labels"`
 	// Extra kubelet flags (name without dashes -> value) the joiner passes.
+	// A value may not hold whitespace, quotes or backslashes (write Windows
+	// paths with `/`), which would split it into more flags; `node-labels`
+	// and `register-with-taints` are refused (use `node_labels`).
 	KubeletExtraArgs map[string]string `mapstructure:"kubelet_extra_args"`
 	// Linux: remove machine-id, SSH host keys, cloud-init state and logs at
 	// the end, so every VM from the image is a new machine. Default true.
@@ -188,10 +194,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		}
 		c.ArtifactChecksums[name] = sum
 	}
-	for name := range c.KubeletExtraArgs {
-		if strings.HasPrefix(name, "-") {
-			add("kubelet_extra_args: %q: give the flag name without dashes", name)
-		}
+	for _, err := range c.validateNode() {
+		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.DownloadCacheDir == "" {
 		dir, err := packersdk.CachePath("kubenode-bake")

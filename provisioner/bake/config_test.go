@@ -49,9 +49,49 @@ func TestPrepareNamesEveryBadKey(t *testing.T) {
 		`artifacts.kubelet: stat /nonexistent/kubelet`,
 		`artifacts: unknown artifact "kube-proxy"`,
 		`artifact_checksums.kubeadm: want 64 hex digits`,
-		`kubelet_extra_args: "--v": give the flag name without dashes`,
+		`kubelet_extra_args["--v"]: a flag name without leading dashes`,
 	} {
 		assert.Contains(t, err.Error(), want)
+	}
+}
+
+// What the joiner refuses at first boot, or what would break the files
+// carrying it, fails `packer validate` for every guest OS: otherwise the
+// image builds and every clone fails.
+func TestPrepareRefusesWhatEveryCloneWouldFailOn(t *testing.T) {
+	for _, guest := range []string{"linux", "windows", ""} {
+		t.Run("guest_os_type="+guest, func(t *testing.T) {
+			var c Config
+			err := c.Prepare(map[string]any{
+				"guest_os_type":      guest,
+				"download_cache_dir": t.TempDir(),
+				"node_labels": map[string]string{"node-role.kubernetes.io/worker": "", "node-restriction.kubernetes.io/pool": "a",
+					"example.com/ok": "yes", "example.com/bad": "two words"},
+				"kubelet_extra_args": map[string]string{"v": "2 --register-node=false", "node-labels": "a=b", "root-dir": `C:\var\lib\kubelet`,
+					"max-pods": "50"},
+				"pause_image": "registry.k8s.io/pause:3.10\n",
+				"http_proxy":  "http://proxy:3128\r",
+				"https_proxy": "http://proxy\t:3128",
+				"no_proxy":    "localhost\x00",
+			})
+			require.Error(t, err)
+			for _, want := range []string{
+				`node_labels["node-role.kubernetes.io/worker"]: the NodeRestriction admission plugin forbids`,
+				`node_labels["node-restriction.kubernetes.io/pool"]: the NodeRestriction admission plugin forbids`,
+				`node_labels["example.com/bad"]: a valid label must be`,
+				`kubelet_extra_args["v"]: the value of --v contains whitespace`,
+				`kubelet_extra_args["node-labels"]: use labels / taints instead of node-labels`,
+				`kubelet_extra_args["root-dir"]: the value of --root-dir contains '\\'`,
+				"pause_image: contains a control character",
+				"http_proxy: contains a control character",
+				"https_proxy: contains a control character",
+				"no_proxy: contains a control character",
+			} {
+				assert.Contains(t, err.Error(), want)
+			}
+			assert.NotContains(t, err.Error(), "example.com/ok")
+			assert.NotContains(t, err.Error(), "max-pods")
+		})
 	}
 }
 
