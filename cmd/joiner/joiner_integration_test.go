@@ -194,7 +194,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 
 	// The Node of a join that fails late (no pod network yet, as while a
 	// CNI pulls its images) stays NotReady; the token must not outlive it.
-	t.Run("a join whose Node never gets Ready leaves no token on disk after the rerun", func(t *testing.T) {
+	t.Run("a join whose Node never gets Ready leaves no token on disk", func(t *testing.T) {
 		c.reset(t)
 		// Without the harness's bridge config, containerd reports the pod
 		// network not ready and so does the kubelet.
@@ -208,11 +208,17 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.Contains(t, out, "phase node-ready: Node "+nodeName+" is not Ready after 30s")
 		_, err = os.Stat(config.DefaultPaths().KubeadmConfig)
 		assert.ErrorIs(t, err, os.ErrNotExist, "kubeadm's config with the token is removed once kubeadm returned")
+		// The systemd unit never starts again once kubelet.conf exists, so
+		// the failed run itself must have removed the token.
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), "token:", "the token is removed from the config file by the run that joined")
+		assert.Contains(t, out, "[cleanup] removed the token from "+path)
 
 		out, err = c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "not-ready-again.log"))
 		require.NoError(t, err, "the rerun finds the node joined")
-		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster: removed the token an earlier run left on disk")
-		data, err := os.ReadFile(path)
+		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster")
+		data, err = os.ReadFile(path)
 		require.NoError(t, err)
 		assert.NotContains(t, string(data), "token:", "the token is removed from the config file")
 		_, err = os.Stat(config.DefaultPaths().KubeadmConfig)

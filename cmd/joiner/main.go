@@ -277,6 +277,11 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if seed != "" {
+		if err := token.CheckSeed(node); err != nil {
+			return err
+		}
+	}
 	client, _, err := adminClients(kubeconfig)
 	if err != nil {
 		return err

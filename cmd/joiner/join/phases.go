@@ -325,6 +325,13 @@ func kubeadmJoin(ctx context.Context, d *data) error {
 		return fmt.Errorf("`%s join --config %s` failed: %w\nlast lines of its output:\n%s\n"+
 			"fix the cause above, run `kubeadm reset -f`, then run the joiner again", kubeadm, d.opts.Paths.KubeadmConfig, err, tail)
 	}
+	// The node has joined: from here on the kubelet's own credentials are
+	// used, so the token goes now. On Linux the first-boot unit never runs
+	// again once kubelet.conf exists, so a later phase that fails must not
+	// leave it behind. cleanup tries again for what could not be removed.
+	for _, err := range scrubTokens(d) {
+		fmt.Fprintf(d.opts.Log, "[kubeadm-join] WARNING: %v\n", err)
+	}
 	return nil
 }
 
@@ -473,23 +480,11 @@ func cleanup(_ context.Context, d *data) error {
 	switch err := os.Remove(d.opts.Paths.KubeadmConfig); {
 	case err == nil:
 		d.scrubbed = append(d.scrubbed, d.opts.Paths.KubeadmConfig)
+		fmt.Fprintf(d.opts.Log, "[cleanup] removed %s, which held the token\n", d.opts.Paths.KubeadmConfig)
 	case !errors.Is(err, os.ErrNotExist):
 		errs = append(errs, err)
 	}
-	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
-		if path == "" || !slices.Contains(d.sources, path) {
-			continue
-		}
-		switch had, err := scrubToken(path); {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("removing the token from %s: %w", path, err))
-		case had:
-			d.scrubbed = append(d.scrubbed, path)
-		}
-	}
-	for _, path := range d.scrubbed {
-		fmt.Fprintf(d.opts.Log, "[cleanup] removed the token from %s\n", path)
-	}
+	errs = append(errs, scrubTokens(d)...)
 	for _, s := range d.sources {
 		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config {
 			fmt.Fprintf(d.opts.Log, "[cleanup] the seed disc %s still holds the (now used) token: detach it from the VM\n", s)
@@ -499,6 +494,25 @@ func cleanup(_ context.Context, d *data) error {
 		errs = append(errs, fmt.Errorf("disabling the first-boot service: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// scrubTokens removes the token from the configuration files this run read
+// (the image's and --config's), records and logs each file it changed.
+func scrubTokens(d *data) []error {
+	var errs []error
+	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
+		if path == "" || !slices.Contains(d.sources, path) {
+			continue
+		}
+		switch had, err := scrubToken(path); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("removing the token from %s: %w", path, err))
+		case had:
+			d.scrubbed = append(d.scrubbed, path)
+			fmt.Fprintf(d.opts.Log, "[cleanup] removed the token from %s\n", path)
+		}
+	}
+	return errs
 }
 
 // scrubToken removes the token from the configuration file at path and

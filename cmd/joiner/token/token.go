@@ -161,11 +161,30 @@ func waitSigned(ctx context.Context, client kubernetes.Interface, tok *bootstrap
 	return server, hashes, nil
 }
 
+// CheckSeed refuses a configuration the joiner would refuse from a seed
+// disc (config.SeedKeys): such a disc is no use, so say so before a token
+// is made, not at the node's first boot.
+func CheckSeed(cfg *config.Config) error {
+	data, err := cfg.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := config.New().MergeSeed("--seed-iso", data); err != nil {
+		return fmt.Errorf("%w\n(a seed disc carries the endpoint, token, CA pins, node name, labels, taints, "+
+			"timeouts and hosts entries for the API server's address; give the other settings to the image, or write them with --output "+
+			"and pass that file to the joiner with --config)", err)
+	}
+	return nil
+}
+
 // WriteSeed writes cfg as joiner.yaml on an ISO 9660 disc labelled
 // config.SeedLabel, which the joiner finds at first boot.
 func WriteSeed(path string, cfg *config.Config) error {
 	data, err := cfg.Marshal()
 	if err != nil {
+		return err
+	}
+	if err := CheckSeed(cfg); err != nil {
 		return err
 	}
 	return autounattend.WriteISOFile(path, autounattend.Disc{

@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
 // signer plays the bootstrapsigner controller: once a token secret exists,
@@ -112,4 +113,19 @@ func TestSeedDiscHoldsTheConfig(t *testing.T) {
 	back := config.New()
 	require.NoError(t, back.Merge("seed", data))
 	assert.Equal(t, jointest.Token, back.Token)
+}
+
+// A seed disc the joiner would refuse at first boot is not written.
+func TestSeedDiscRefusesWhatOnlyTheImageMaySet(t *testing.T) {
+	cfg := config.New()
+	cfg.Token = jointest.Token
+	cfg.APIServerEndpoint = "10.0.2.2:6443"
+	cfg.KubeletExtraArgs = append(cfg.KubeletExtraArgs, kubeadmv1.Arg{Name: "v", Value: "2"})
+	path := filepath.Join(t.TempDir(), "seed.iso")
+	err := token.WriteSeed(path, cfg)
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "kubeletExtraArgs: a join seed disc may not set it")
+	assert.Contains(t, err.Error(), "--output")
+	_, statErr := os.Stat(path)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
 }
