@@ -9,6 +9,7 @@ package bake
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,7 +82,8 @@ type Config struct {
 	// `bridge` (a static node-local bridge config, for labs with one node
 	// per pod subnet).
 	CNI string `mapstructure:"cni"`
-	// Pod subnet of the `bridge` CNI config. Default `10.85.0.0/16`.
+	// Pod subnet of the `bridge` CNI config: an IPv4 network address, /30 or
+	// wider. Default `10.85.0.0/16`.
 	BridgeSubnet string `mapstructure:"bridge_subnet"`
 	// Windows: add Microsoft Defender exclusions for containerd, the kubelet
 	// and their data, where Defender exists. Default true.
@@ -157,6 +159,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.BridgeSubnet == "" {
 		c.BridgeSubnet = "10.85.0.0/16"
+	}
+	if err := checkBridgeSubnet(c.BridgeSubnet); err != nil {
+		add("bridge_subnet: %v", err)
 	}
 	if c.HyperV == "" {
 		c.HyperV = "auto"
@@ -238,4 +243,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// checkBridgeSubnet accepts what the bridge config can use: an IPv4 network
+// (its only route is 0.0.0.0/0) written as its network address, with room
+// for the gateway and at least one pod.
+func checkBridgeSubnet(s string) error {
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a CIDR such as 10.85.0.0/16", s)
+	case !p.Addr().Is4():
+		return fmt.Errorf("%q is not IPv4: the bridge config routes 0.0.0.0/0 only", s)
+	case p.Masked() != p:
+		return fmt.Errorf("%q is not a network address: write %s", s, p.Masked())
+	case p.Bits() > 30:
+		return fmt.Errorf("%q leaves no address for a pod beside the gateway: use /30 or wider (/24 is typical)", s)
+	}
+	return nil
 }

@@ -178,3 +178,24 @@ func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
 		assert.False(t, strings.HasPrefix(e.Name(), "."), "no partial download is left: %s", e.Name())
 	}
 }
+
+func TestPrepareChecksBridgeSubnet(t *testing.T) {
+	for subnet, want := range map[string]string{
+		"10.85.0/16":     "is not a CIDR",
+		"fd00:85::/64":   "is not IPv4",
+		"10.85.0.5/16":   "write 10.85.0.0/16",
+		"10.85.0.0/31":   "leaves no address for a pod",
+		"10.244.1.0/24":  "",
+		"192.168.8.0/30": "",
+	} {
+		var c Config
+		err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "cni": "bridge", "bridge_subnet": subnet})
+		if want == "" {
+			assert.NoError(t, err, subnet)
+			continue
+		}
+		require.Error(t, err, subnet)
+		assert.Contains(t, err.Error(), "bridge_subnet: ", subnet)
+		assert.Contains(t, err.Error(), want, subnet)
+	}
+}
