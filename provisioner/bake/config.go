@@ -9,6 +9,7 @@ package bake
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -236,14 +237,7 @@ func isSHA256(s string) bool {
 	return true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // checkBridgeSubnet accepts what the bridge config can use: an IPv4 network
 // (its only route is 0.0.0.0/0) written as its network address, with room
