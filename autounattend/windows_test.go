@@ -367,6 +367,30 @@ func TestRenderWindowsStructure(t *testing.T) {
 	}
 }
 
+// kubenode-libvirt gives Windows a UTC RTC; without RealTimeIsUniversal
+// Windows reads it as local time and a guest outside UTC runs hours off.
+func TestRenderWindowsRTCIsUniversal(t *testing.T) {
+	for name, w := range windowsMatrix() {
+		t.Run(name, func(t *testing.T) {
+			out, err := RenderWindows(w)
+			require.NoError(t, err)
+			deploy := parseXML(t, out).pass(t, passSpecialize).component(t, "Microsoft-Windows-Deployment")
+			cmds := deploy.all("RunSynchronous/RunSynchronousCommand")
+			require.Len(t, cmds, 1)
+			assertOrders(t, cmds)
+			path := cmds[0].text("Path")
+			assert.Equal(t, RTCIsUniversalCommand, path)
+			for _, want := range []string{
+				`reg.exe ADD "HKLM\SYSTEM\CurrentControlSet\Control\TimeZoneInformation"`,
+				"/v RealTimeIsUniversal", "/t REG_DWORD", "/d 1", "/f",
+			} {
+				assert.Contains(t, path, want)
+			}
+			assert.LessOrEqual(t, len(path), maxRunSynchronousLen)
+		})
+	}
+}
+
 func TestEncodeUnattendPasswordKnownValue(t *testing.T) {
 	// Windows SIM encodes "Passw0rd!" for the administrator as this string
 	// (UTF-16LE of "Passw0rd!AdministratorPassword", base64).

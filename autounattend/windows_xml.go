@@ -316,6 +316,16 @@ func oobeSkipped() *xOOBE {
 	}
 }
 
+// RTCIsUniversalCommand makes Windows keep its hardware clock (RTC) in UTC,
+// as Linux does, instead of local time. kubenode-libvirt gives every VM a
+// UTC RTC, so the guest's time is right whatever the hypervisor's time zone.
+// It runs in the specialize pass (Microsoft-Windows-Deployment
+// RunSynchronous), as kubernetes-sigs/image-builder's Windows Server 2022 EFI
+// answer file (packer/ova/windows/windows-2022-efi/autounattend.xml) does;
+// Setup restarts after specialize, so the kernel reads the RTC as UTC from
+// that restart on, before the first logon.
+const RTCIsUniversalCommand = `%SystemRoot%\System32\reg.exe ADD "HKLM\SYSTEM\CurrentControlSet\Control\TimeZoneInformation" /v RealTimeIsUniversal /t REG_DWORD /d 1 /f`
+
 // RenderWindows returns the Autounattend.xml for w.
 func RenderWindows(w Windows) ([]byte, error) {
 	if err := w.Validate(); err != nil {
@@ -374,6 +384,11 @@ func RenderWindows(w Windows) ([]byte, error) {
 	svrMgr.DoNotOpenServerManagerAtLogon = "true"
 	spp := component("Microsoft-Windows-Security-SPP-UX")
 	spp.SkipAutoActivation = "true"
+	deploy := component("Microsoft-Windows-Deployment")
+	deploy.RunSynchronous = &xRunSynchronous{Items: []xRunSynchronousCommand{{
+		Action: "add", Order: 1, Path: RTCIsUniversalCommand,
+		Description: "Keep the hardware clock (RTC) in UTC",
+	}}}
 
 	// oobeSystem
 	shellOOBE := component("Microsoft-Windows-Shell-Setup")
@@ -407,7 +422,7 @@ func RenderWindows(w Windows) ([]byte, error) {
 		Settings: []xSettings{
 			{Pass: passWindowsPE, Components: pe},
 			{Pass: passOfflineServicing, Components: []*xComponent{lua}},
-			{Pass: passSpecialize, Components: []*xComponent{shellSpec, svrMgr, spp}},
+			{Pass: passSpecialize, Components: []*xComponent{shellSpec, deploy, svrMgr, spp}},
 			{Pass: passOOBESystem, Components: []*xComponent{
 				international("Microsoft-Windows-International-Core", w.UILanguage, w.InputLocale, w.SystemLocale, w.UserLocale),
 				shellOOBE,

@@ -18,7 +18,7 @@ type domainSpec struct {
 	Firmware    string // "bios" or "uefi"
 	SecureBoot  bool
 	TPM         bool
-	HyperV      bool // Hyper-V enlightenments and a local-time RTC (Windows)
+	HyperV      bool // Hyper-V enlightenments and the Hyper-V clock (Windows on KVM)
 	Disk        diskSpec
 	// CDROMs are attached in order; the first boots second, after the disk
 	// (an empty disk is skipped, so an install ISO boots until Windows or
@@ -88,11 +88,12 @@ func domainXML(s domainSpec) (string, error) {
 			d.Features.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
 		}
 	}
+	// The RTC runs in UTC for every guest. Windows reads it as UTC because
+	// the answer file sets RealTimeIsUniversal (autounattend), so the guest's
+	// clock does not depend on the hypervisor's time zone: a local-time RTC on
+	// a host west of UTC puts a UTC guest hours behind, and TLS bootstrap then
+	// sees the cluster CA as not yet valid.
 	clock := &libvirtxml.DomainClock{Offset: "utc"}
-	if s.HyperV {
-		// Windows keeps its clock in local time.
-		clock.Offset = "localtime"
-	}
 	if s.HyperV && s.Accelerator == "kvm" {
 		// Windows runs much better with the Hyper-V paravirtual interfaces;
 		// they exist only under KVM (QEMU refuses them with TCG).

@@ -52,7 +52,6 @@ func TestDomainXMLWindows(t *testing.T) {
 	assert.Equal(t, "efi", d.OS.Firmware)
 	require.NotNil(t, d.Features.SMM, "Secure Boot needs SMM")
 	require.NotNil(t, d.Features.HyperV)
-	assert.Equal(t, "localtime", d.Clock.Offset)
 	require.Len(t, d.Devices.TPMs, 1)
 	assert.Equal(t, "2.0", d.Devices.TPMs[0].Backend.Emulator.Version)
 	var cds []string
@@ -82,8 +81,22 @@ func TestDomainXMLNoHyperVUnderTCG(t *testing.T) {
 	require.NoError(t, xml.Unmarshal([]byte(x), &d))
 	assert.Nil(t, d.Features.HyperV, "QEMU refuses Hyper-V enlightenments under TCG")
 	assert.Empty(t, d.Clock.Timer)
-	assert.Equal(t, "localtime", d.Clock.Offset)
+	assert.Equal(t, "utc", d.Clock.Offset)
 	assert.Equal(t, "qemu", d.Type)
+}
+
+// The answer file tells Windows its RTC is UTC (RealTimeIsUniversal), so
+// the domain's RTC must be UTC whatever the hypervisor's time zone: with
+// offset "localtime" a host west of UTC starts the guest hours behind.
+func TestDomainXMLWindowsClockIsUTC(t *testing.T) {
+	x, err := domainXML(windowsSpec())
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, xml.Unmarshal([]byte(x), &d))
+	require.NotNil(t, d.Clock)
+	assert.Equal(t, "utc", d.Clock.Offset)
+	assert.Equal(t, []libvirtxml.DomainTimer{{Name: "hypervclock", Present: "yes"}}, d.Clock.Timer,
+		"the Hyper-V clock stays under KVM")
 }
 
 func TestDomainXMLSATADiskSharesUnits(t *testing.T) {
