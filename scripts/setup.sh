@@ -19,7 +19,8 @@ PACKER_SDC_VERSION=v0.6.10 # must match packer-plugin-sdk in go.mod
 
 APT_PACKAGES=(
   ca-certificates git make gcc libc6-dev # go, cgo (race detector, tree-sitter)
-  xorriso genisoimage                    # read seed discs back independently (xorriso, isoinfo)
+  xorriso genisoimage                    # read seed discs back independently (xorriso, isoinfo); UDF install-disc fixtures
+  wimtools                               # install.wim/install.esd fixtures (wimcapture, wimappend, wimexport)
   openssl whois                          # openssl passwd / mkpasswd check our password hashes
   libvirt-daemon-system libvirt-clients  # the builder's hypervisor API (started by scripts/libvirtd.sh)
   qemu-system-x86 qemu-utils ovmf        # QEMU (TCG here), qemu-img, UEFI firmware
