@@ -111,6 +111,19 @@ const (
         throw ('{0} failed with exit code {1}: {2}' -f $What, $LASTEXITCODE, ($out -join ' '))
     }
 }`
+	// Invoke-KubenodeNativeExitCode is Invoke-KubenodeNative for commands
+	// with more than one successful exit code (dism's 3010: restart
+	// required); it returns the code.
+	psNativeExitCode = `function Invoke-KubenodeNativeExitCode {
+    param([string]$What, [string]$FilePath, [string[]]$Arguments, [int[]]$Success)
+    $ErrorActionPreference = 'Continue'
+    $out = & $FilePath @Arguments 2>&1
+    $code = $LASTEXITCODE
+    if ($Success -notcontains $code) {
+        throw ('{0} failed with exit code {1}: {2}' -f $What, $code, ($out -join ' '))
+    }
+    return $code
+}`
 	// The machine PATH is read and written raw (REG_EXPAND_SZ): .NET's
 	// SetEnvironmentVariable would expand %SystemRoot% and the like.
 	psMachinePath = `function Add-KubenodeMachinePath {
@@ -211,24 +224,52 @@ func strs(v ...string) []any {
 	return out
 }
 
+// The Hyper-V role is enabled with dism, as image-builder's systemprep role
+// and sig-windows-tools' Install-Containerd.ps1 do: Install-WindowsFeature
+// Hyper-V refuses a guest without nested virtualization ("A prerequisite
+// check for the Hyper-V feature failed", antrea-io/antrea#1744), dism does
+// not check the CPU. Its PowerShell module (the VMSwitch cmdlets some
+// network plugins call) installs with Install-WindowsFeature anywhere.
+const (
+	hyperVOptionalFeature = "Microsoft-Hyper-V"
+	hyperVPowerShell      = "Hyper-V-PowerShell"
+	// dismRestartRequired is dism's (and msiexec's) exit code for "done,
+	// restart to finish" (ERROR_SUCCESS_REBOOT_REQUIRED).
+	dismRestartRequired = 3010
+)
+
+// hyperVDismArgs enables the role and the features it depends on (/all)
+// without restarting: the bake restarts Windows itself.
+var hyperVDismArgs = []string{"/online", "/enable-feature", "/featurename:" + hyperVOptionalFeature, "/all", "/norestart"}
+
 func windowsContainersFeature(p WindowsPlan) []byte {
-	s := newWinScript("Windows features for containers (Containers; Hyper-V: " + p.HyperV + "). Windows restarts after it when a feature asks for it.")
+	title := "Windows features for containers (Containers; Hyper-V: " + p.HyperV + "). Windows restarts after it when a feature asks for it."
+	withHyperV := p.HyperV != "off" && p.Windows.HyperV
+	var s *powershell.Script
+	if withHyperV {
+		s = newWinScript(title, psNativeExitCode)
+	} else {
+		s = newWinScript(title)
+	}
 	s.Line("$restart = $false")
 	s.Line("$features = @('Containers')")
-	hyperV := []string{"Hyper-V", "Hyper-V-PowerShell"}
 	switch {
-	case p.HyperV == "off" || !p.Windows.HyperV:
+	case !withHyperV:
 		say(s, "", "ok: Hyper-V not installed (hyperv = "+p.HyperV+")")
 	case p.HyperV == "on":
-		s.Line("$features += %s", psList(hyperV))
+		s.Comment("hyperv = on: no CPU check (dism enables the role without one).")
+		s.Line("$features += %s", psList([]string{hyperVPowerShell}))
+		s.Line("$hyperV = $true")
 	default:
 		s.Comment("hyperv = auto: Hyper-V needs the CPU's virtualization extensions and SLAT passed")
 		s.Comment("through to this guest. A hypervisor that already runs hides them from")
 		s.Comment("Win32_Processor, so an installed Hyper-V is kept.")
+		s.Line("$hyperV = $false")
 		s.Line("$cpu = Get-CimInstance -ClassName Win32_Processor | Select-Object -First 1")
 		s.Line("if ($cpu.VirtualizationFirmwareEnabled -and $cpu.VMMonitorModeExtensions -and $cpu.SecondLevelAddressTranslationExtensions) {")
 		say(s, "    ", "ok: the CPU offers virtualization with SLAT: Hyper-V goes in with Containers (hyperv = auto)")
-		s.Line("    $features += %s", psList(hyperV))
+		s.Line("    $features += %s", psList([]string{hyperVPowerShell}))
+		s.Line("    $hyperV = $true")
 		s.Line("} elseif ((Get-WindowsFeature -Name 'Hyper-V').Installed) {")
 		say(s, "    ", "ok: Hyper-V installed already")
 		s.Line("} else {")
@@ -254,6 +295,9 @@ func windowsContainersFeature(p WindowsPlan) []byte {
 	s.Line("        }")
 	s.Line("    }")
 	s.Line("}")
+	if withHyperV {
+		windowsHyperVRole(s)
+	}
 	s.Line("if (Test-Path -LiteralPath 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Component Based Servicing\\RebootPending') {")
 	s.Line("    $restart = $true")
 	s.Line("}")
@@ -264,6 +308,30 @@ func windowsContainersFeature(p WindowsPlan) []byte {
 	say(s, "    ", "ok: no restart needed")
 	s.Line("}")
 	return s.Bytes()
+}
+
+// windowsHyperVRole enables the Hyper-V role with dism when $hyperV is set,
+// and asks for the restart its exit code 3010 calls for.
+func windowsHyperVRole(s *powershell.Script) {
+	s.Comment("Install-WindowsFeature Hyper-V refuses a guest without nested virtualization; dism does not check the CPU.")
+	s.Line("if ($hyperV) {")
+	s.Line("    $state = (Get-WindowsOptionalFeature -Online -FeatureName %s).State", powershell.Quote(hyperVOptionalFeature))
+	s.Line("    if ($state -eq 'Enabled') {")
+	say(s, "        ", "ok: Windows optional feature "+hyperVOptionalFeature+" enabled")
+	s.Line("    } elseif ($state -eq 'EnablePending') {")
+	say(s, "        ", "ok: Windows optional feature "+hyperVOptionalFeature+" enabled, waiting for a restart")
+	s.Line("        $restart = $true")
+	s.Line("    } else {")
+	s.Line("        $code = Invoke-KubenodeNativeExitCode -What %s -FilePath 'dism.exe' -Arguments %s -Success @(0, %d)",
+		powershell.Quote("dism /enable-feature "+hyperVOptionalFeature), psList(hyperVDismArgs), dismRestartRequired)
+	s.Line("        if ($code -eq %d) {", dismRestartRequired)
+	say(s, "            ", fmt.Sprintf("changed: Windows optional feature %s enabled (dism exit code %d: restart required)", hyperVOptionalFeature, dismRestartRequired))
+	s.Line("            $restart = $true")
+	s.Line("        } else {")
+	say(s, "            ", "changed: Windows optional feature "+hyperVOptionalFeature+" enabled")
+	s.Line("        }")
+	s.Line("    }")
+	s.Line("}")
 }
 
 func windowsRegistrySettings(p WindowsPlan) []byte {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -257,4 +258,40 @@ func TestWindowsJoinerConfig(t *testing.T) {
 	data, err = p.joinerConfig()
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "value: mine.example/pause:1", "the user's value wins")
+}
+
+// Install-WindowsFeature Hyper-V refuses a guest without nested
+// virtualization: the role goes in through dism, whose exit code 3010
+// (restart required) is a success that restarts Windows, and the Hyper-V
+// PowerShell module through Install-WindowsFeature.
+func TestWindowsHyperVRoleUsesDism(t *testing.T) {
+	const dism = `-FilePath 'dism.exe' -Arguments @('/online', '/enable-feature', '/featurename:Microsoft-Hyper-V', '/all', '/norestart') -Success @(0, 3010)`
+	for _, mode := range []string{"on", "auto", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			p := basePlan(t)
+			p.HyperV = mode
+			steps, err := WindowsSteps(p)
+			require.NoError(t, err)
+			require.Equal(t, stepContainersFeature, steps[0].Name)
+			script := string(steps[0].Script)
+			assert.NotRegexp(t, `(?i)\$features \+= @\([^)]*'Hyper-V'`, script, "Install-WindowsFeature Hyper-V checks the CPU")
+			if mode == "off" {
+				assert.NotContains(t, script, "dism.exe")
+				assert.NotContains(t, script, hyperVPowerShell)
+				return
+			}
+			assert.Contains(t, script, "$features += @('Hyper-V-PowerShell')")
+			assert.Contains(t, script, dism)
+			restartOn3010 := regexp.MustCompile(`if \(\$code -eq 3010\) \{\r\n[^}]*\$restart = \$true`)
+			assert.Regexp(t, restartOn3010, script, "dism's 3010 asks for the restart")
+			assert.Less(t, strings.Index(script, "dism.exe"), strings.Index(script, windowsRestartMarker),
+				"the role is enabled before the restart marker is printed")
+			if mode == "auto" {
+				assert.Contains(t, script, "SecondLevelAddressTranslationExtensions", "auto checks SLAT")
+				assert.Less(t, strings.Index(script, "SecondLevelAddressTranslationExtensions"), strings.Index(script, "$hyperV = $true"))
+			} else {
+				assert.NotContains(t, script, "SecondLevelAddressTranslationExtensions", "on forces it")
+			}
+		})
+	}
 }

@@ -3,15 +3,28 @@
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 
+function Invoke-KubenodeNativeExitCode {
+    param([string]$What, [string]$FilePath, [string[]]$Arguments, [int[]]$Success)
+    $ErrorActionPreference = 'Continue'
+    $out = & $FilePath @Arguments 2>&1
+    $code = $LASTEXITCODE
+    if ($Success -notcontains $code) {
+        throw ('{0} failed with exit code {1}: {2}' -f $What, $code, ($out -join ' '))
+    }
+    return $code
+}
+
 $restart = $false
 $features = @('Containers')
 # hyperv = auto: Hyper-V needs the CPU's virtualization extensions and SLAT passed
 # through to this guest. A hypervisor that already runs hides them from
 # Win32_Processor, so an installed Hyper-V is kept.
+$hyperV = $false
 $cpu = Get-CimInstance -ClassName Win32_Processor | Select-Object -First 1
 if ($cpu.VirtualizationFirmwareEnabled -and $cpu.VMMonitorModeExtensions -and $cpu.SecondLevelAddressTranslationExtensions) {
     Write-Host 'ok: the CPU offers virtualization with SLAT: Hyper-V goes in with Containers (hyperv = auto)'
-    $features += @('Hyper-V', 'Hyper-V-PowerShell')
+    $features += @('Hyper-V-PowerShell')
+    $hyperV = $true
 } elseif ((Get-WindowsFeature -Name 'Hyper-V').Installed) {
     Write-Host 'ok: Hyper-V installed already'
 } else {
@@ -33,6 +46,24 @@ foreach ($name in $features) {
         Write-Host "changed: Windows feature $name installed"
         if ([string]$result.RestartNeeded -ne 'No') {
             $restart = $true
+        }
+    }
+}
+# Install-WindowsFeature Hyper-V refuses a guest without nested virtualization; dism does not check the CPU.
+if ($hyperV) {
+    $state = (Get-WindowsOptionalFeature -Online -FeatureName 'Microsoft-Hyper-V').State
+    if ($state -eq 'Enabled') {
+        Write-Host 'ok: Windows optional feature Microsoft-Hyper-V enabled'
+    } elseif ($state -eq 'EnablePending') {
+        Write-Host 'ok: Windows optional feature Microsoft-Hyper-V enabled, waiting for a restart'
+        $restart = $true
+    } else {
+        $code = Invoke-KubenodeNativeExitCode -What 'dism /enable-feature Microsoft-Hyper-V' -FilePath 'dism.exe' -Arguments @('/online', '/enable-feature', '/featurename:Microsoft-Hyper-V', '/all', '/norestart') -Success @(0, 3010)
+        if ($code -eq 3010) {
+            Write-Host 'changed: Windows optional feature Microsoft-Hyper-V enabled (dism exit code 3010: restart required)'
+            $restart = $true
+        } else {
+            Write-Host 'changed: Windows optional feature Microsoft-Hyper-V enabled'
         }
     }
 }

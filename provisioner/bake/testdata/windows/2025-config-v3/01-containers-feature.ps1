@@ -3,9 +3,22 @@
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 
+function Invoke-KubenodeNativeExitCode {
+    param([string]$What, [string]$FilePath, [string[]]$Arguments, [int[]]$Success)
+    $ErrorActionPreference = 'Continue'
+    $out = & $FilePath @Arguments 2>&1
+    $code = $LASTEXITCODE
+    if ($Success -notcontains $code) {
+        throw ('{0} failed with exit code {1}: {2}' -f $What, $code, ($out -join ' '))
+    }
+    return $code
+}
+
 $restart = $false
 $features = @('Containers')
-$features += @('Hyper-V', 'Hyper-V-PowerShell')
+# hyperv = on: no CPU check (dism enables the role without one).
+$features += @('Hyper-V-PowerShell')
+$hyperV = $true
 
 foreach ($name in $features) {
     $feature = Get-WindowsFeature -Name $name
@@ -22,6 +35,24 @@ foreach ($name in $features) {
         Write-Host "changed: Windows feature $name installed"
         if ([string]$result.RestartNeeded -ne 'No') {
             $restart = $true
+        }
+    }
+}
+# Install-WindowsFeature Hyper-V refuses a guest without nested virtualization; dism does not check the CPU.
+if ($hyperV) {
+    $state = (Get-WindowsOptionalFeature -Online -FeatureName 'Microsoft-Hyper-V').State
+    if ($state -eq 'Enabled') {
+        Write-Host 'ok: Windows optional feature Microsoft-Hyper-V enabled'
+    } elseif ($state -eq 'EnablePending') {
+        Write-Host 'ok: Windows optional feature Microsoft-Hyper-V enabled, waiting for a restart'
+        $restart = $true
+    } else {
+        $code = Invoke-KubenodeNativeExitCode -What 'dism /enable-feature Microsoft-Hyper-V' -FilePath 'dism.exe' -Arguments @('/online', '/enable-feature', '/featurename:Microsoft-Hyper-V', '/all', '/norestart') -Success @(0, 3010)
+        if ($code -eq 3010) {
+            Write-Host 'changed: Windows optional feature Microsoft-Hyper-V enabled (dism exit code 3010: restart required)'
+            $restart = $true
+        } else {
+            Write-Host 'changed: Windows optional feature Microsoft-Hyper-V enabled'
         }
     }
 }
