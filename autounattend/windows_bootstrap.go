@@ -30,6 +30,11 @@ const (
 	bootstrapLog      = `C:\Windows\Temp\kubenode-bootstrap.log`
 )
 
+// WindowsFirewallRules are the rules the bootstrap leaves open for the
+// build (the gate rule removes itself); kubenode-bake removes every one
+// before sysprep.
+var WindowsFirewallRules = []string{firewallWinRMHTTP, firewallWinRMTLS, firewallSSH}
+
 // RenderWindowsBootstrap returns the PowerShell script the first logon runs
 // to open w's communicator.
 func RenderWindowsBootstrap(w Windows) ([]byte, error) {

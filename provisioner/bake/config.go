@@ -108,9 +108,18 @@ type Config struct {
 	// paths with `/`), which would split it into more flags; `node-labels`
 	// and `register-with-taints` are refused (use `node_labels`).
 	KubeletExtraArgs map[string]string `mapstructure:"kubelet_extra_args"`
-	// Linux: remove machine-id, SSH host keys, cloud-init state and logs at
-	// the end, so every VM from the image is a new machine. Default true.
+	// Make every VM from the image a new machine. Default true. Linux:
+	// remove machine-id, SSH host keys, cloud-init state and logs at the
+	// end. Windows: close the build's WinRM/SSH access, autologon and UAC
+	// changes, then run sysprep (`/generalize /oobe /shutdown /mode:vm`)
+	// with a first-boot answer file as the build's last act; sysprep powers
+	// the guest off, so the builder needs no `shutdown_command`.
 	Generalize *bool `mapstructure:"generalize"`
+	// Windows, with `generalize`: the Administrator password of every VM
+	// made from the image (mark the variable `sensitive`). Empty: a random
+	// password made for this build and shown to nobody, so the account
+	// cannot be logged on to with a password (see docs/security.md).
+	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
 	ctx interpolate.Context
 }

@@ -40,6 +40,7 @@ type FlatConfig struct {
 	NodeLabels          map[string]string `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
 	KubeletExtraArgs    map[string]string `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
 	Generalize          *bool             `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
+	CloneAdminPassword  *string           `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -84,6 +85,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"node_labels":                &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
 		"kubelet_extra_args":         &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
 		"generalize":                 &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
+		"clone_admin_password":       &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
 	}
 	return s
 }

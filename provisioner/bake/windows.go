@@ -47,6 +47,11 @@ type WindowsPlan struct {
 	// RestartTimeout bounds the wait for Windows to come back after the
 	// Containers feature's restart. Default 15m.
 	RestartTimeout time.Duration
+	// Generalize ends the bake with the sysprep step: the build's doors
+	// closed, FirstBoot written for sysprep, sysprep run; Windows powers
+	// off. FirstBoot is autounattend.RenderWindowsFirstBoot's answer file.
+	Generalize bool
+	FirstBoot  []byte
 }
 
 // WindowsFiles are file names in the staging directory.
@@ -183,6 +188,9 @@ func (p WindowsPlan) Validate() error {
 	}
 	if p.RestartTimeout < 0 {
 		add("restart_timeout: %s is negative", p.RestartTimeout)
+	}
+	if p.Generalize && len(p.FirstBoot) == 0 {
+		add("generalize: no first-boot answer file for sysprep in the Windows plan")
 	}
 	if p.InstallJoiner {
 		if _, err := p.joinerConfig(); err != nil {

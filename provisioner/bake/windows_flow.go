@@ -104,6 +104,10 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 	changed := 0
 	for i, s := range steps {
 		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		if s.Name == stepSysprep {
+			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
+			return r.sysprep(ctx, s.Script)
+		}
 		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
 		if err != nil {
 			return err
@@ -261,6 +265,13 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 		NodeLabels:         c.NodeLabels,
 		KubeletExtraArgs:   c.KubeletExtraArgs,
 		RestartTimeout:     c.RestartTimeout,
+		Generalize:         c.Generalize == nil || *c.Generalize,
+	}
+	if plan.Generalize {
+		var err error
+		if plan.FirstBoot, err = c.windowsFirstBoot(); err != nil {
+			return WindowsPlan{}, nil, err
+		}
 	}
 	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
 	if plan.InstallJoiner {

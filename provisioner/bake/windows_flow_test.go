@@ -261,7 +261,7 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 	require.NoError(t, RunWindows(context.Background(), ui, g, p, ups))
 
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
-		"registry", "containerd", "cni", "kubelet", "defender", "joiner", "cleanup"}, g.steps())
+		"registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, g.steps())
 	// Every artifact is on the guest before the check, the check before any install.
 	_, log, _ := g.snapshot()
 	verify := slices.Index(log, "verify-artifacts")
@@ -275,6 +275,9 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 	require.NoError(t, err)
 	for i, s := range steps {
 		remote := fmt.Sprintf("C:/Windows/Temp/kubenode/%02d-%s.ps1", i+1, s.Name)
+		if s.Name == stepSysprep {
+			remote = uploadPath(windowsSysprepScript)
+		}
 		assert.Equal(t, s.Script, g.files[remote], remote)
 		assert.Less(t, slices.Index(g.log, "upload "+remote), slices.Index(g.log, s.Name))
 	}
@@ -288,7 +291,8 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 		"Windows is back, booted at 2026-11-22T10:01:00.0000000Z",
 		"kubenode-bake [registry]",
 		"changed: did cleanup",
-		"Windows baked, 8 changes",
+		"Windows baked, 9 changes; sysprep generalizes it and powers it off",
+		"changed: did sysprep",
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -298,10 +302,10 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 func TestRunWindowsWithoutRestart(t *testing.T) {
 	g := newFakeWindows()
 	p := basePlan(t)
-	p.DefenderExclusions, p.InstallJoiner = false, false
+	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
 	ui := newTestUI()
 	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "cleanup"}, g.steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, g.steps())
 	commands, log, _ := g.snapshot()
 	for _, c := range commands {
 		assert.NotContains(t, c, "shutdown")
@@ -442,7 +446,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	g := newFakeWindows()
 	g.build = fmt.Sprint(win.Build)
 	require.NoError(t, p.provisionWindows(context.Background(), newTestUI(), g))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "cleanup"}, g.steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, g.steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
 	require.NotNil(t, rec)

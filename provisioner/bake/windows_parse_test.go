@@ -19,6 +19,8 @@ func TestWindowsScriptsParse(t *testing.T) {
 	scripts := map[string][]byte{
 		"boot check": []byte(windowsBootCheck),
 		"OS query":   []byte(windowsOSQuery),
+		// Run by the sysprep step as -EncodedCommand.
+		"transport closer": []byte(windowsTransportCloser()),
 	}
 	for name, src := range renderedWindows(t) {
 		if strings.HasSuffix(name, ".ps1") {

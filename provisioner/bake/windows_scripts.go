@@ -24,7 +24,9 @@ const (
 	stepKubelet           = "kubelet"
 	stepDefender          = "defender"
 	stepJoiner            = "joiner"
+	stepPermissions       = "permissions"
 	stepCleanup           = "cleanup"
+	stepSysprep           = "sysprep"
 )
 
 // WindowsSteps validates the plan and renders the Windows bake, in order.
@@ -56,7 +58,11 @@ func WindowsSteps(p WindowsPlan) ([]Step, error) {
 		}
 		steps = append(steps, Step{stepJoiner, joiner})
 	}
-	return append(steps, Step{stepCleanup, windowsCleanup(p)}), nil
+	steps = append(steps, Step{stepPermissions, windowsPermissions(p)}, Step{stepCleanup, windowsCleanup(p)})
+	if p.Generalize {
+		steps = append(steps, Step{stepSysprep, windowsSysprep(p)})
+	}
+	return steps, nil
 }
 
 // PowerShell helpers a script defines before its body. Parameter blocks

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
@@ -44,9 +45,11 @@ func basePlan(t *testing.T) WindowsPlan {
 	require.NoError(t, err)
 	cni, err := LookupCNIPlugins("")
 	require.NoError(t, err)
+	firstBoot, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: "Clone-Admin-1!"})
+	require.NoError(t, err)
 	return WindowsPlan{
 		Windows: mustWindows(t, ""), Kubernetes: k8s, Containerd: newestContainerd(t, 3), CNIPlugins: cni,
-		DefenderExclusions: true, InstallJoiner: true,
+		DefenderExclusions: true, InstallJoiner: true, Generalize: true, FirstBoot: firstBoot,
 	}
 }
 
@@ -55,6 +58,7 @@ func windowsCases(t *testing.T) map[string]WindowsPlan {
 	old.Windows = mustWindows(t, "2019")
 	old.Containerd = newestContainerd(t, 2)
 	old.HyperV = "off"
+	old.Generalize = false
 	old.Proxy = Proxy{HTTP: "http://proxy.example:3128", HTTPS: "http://user:it's@proxy.example:3128", No: "10.0.0.0/8,.cluster.local"}
 	old.NodeLabels = map[string]string{"example.com/pool": "windows-2019"}
 
@@ -134,9 +138,9 @@ func TestWindowsStepsOrderAndOptionalSteps(t *testing.T) {
 		return out
 	}
 	p := basePlan(t)
-	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "cleanup"}, names(p))
-	p.DefenderExclusions, p.InstallJoiner = false, false
-	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "cleanup"}, names(p))
+	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, names(p))
+	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
+	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, names(p))
 }
 
 func TestWindowsScriptsAreCRLFWithABOM(t *testing.T) {

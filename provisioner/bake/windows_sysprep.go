@@ -1,0 +1,328 @@
+package bake
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+)
+
+// Guest locations of the sysprep step.
+const (
+	// windowsSysprepScript is where the sysprep step's script runs from: the
+	// cleanup step has removed the staging directory. The script removes
+	// itself first (PowerShell has read it whole), since it holds the
+	// first-boot answer file.
+	windowsSysprepScript = `C:\Windows\Temp\kubenode-sysprep.ps1`
+	// windowsFirstBootAnswer is the answer file given to sysprep /unattend:.
+	windowsFirstBootAnswer = `C:\Windows\System32\Sysprep\kubenode-firstboot.xml`
+	// windowsSetupComplete runs as SYSTEM once Setup has finished on a
+	// clone's first boot (after the oobeSystem pass, before the logon
+	// screen): it removes the answer file and its copies.
+	windowsSetupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
+	windowsSysprepLogs   = `C:\Windows\System32\Sysprep\Panther`
+	// windowsGeneralized is the image state sysprep /generalize /oobe
+	// leaves before it powers Windows off.
+	windowsGeneralized = "IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE"
+)
+
+// windowsFirstBootFiles are the answer files a clone's first boot removes
+// once Setup has applied them: ours, and the copies Setup keeps.
+var windowsFirstBootFiles = append([]string{windowsFirstBootAnswer}, windowsAnswerFiles...)
+
+// windowsFirstBoot renders the clone's first-boot answer file: a random
+// computer name, OOBE skipped, the joiner service set to start (specialize
+// pass, as SYSTEM: a clone has no automatic logon, so first-logon commands
+// would wait for someone to log on), and the Administrator password
+// clone_admin_password or a random one.
+func (c *Config) windowsFirstBoot() ([]byte, error) {
+	pw := c.CloneAdminPassword
+	if pw == "" {
+		var err error
+		if pw, err = randomWindowsPassword(); err != nil {
+			return nil, fmt.Errorf("clone_admin_password: making a random one: %w", err)
+		}
+	}
+	xml, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: pw})
+	if err != nil {
+		return nil, fmt.Errorf("clone_admin_password: %w", err)
+	}
+	return xml, nil
+}
+
+// randomWindowsPassword is 32 characters with each class Windows' password
+// policy counts (upper, lower, digit, symbol).
+func randomWindowsPassword() (string, error) {
+	classes := []string{"ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstuvwxyz", "23456789", "-_.!#%+="}
+	all := strings.Join(classes, "")
+	pick := func(set string) (byte, error) {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
+		if err != nil {
+			return 0, err
+		}
+		return set[n.Int64()], nil
+	}
+	var b []byte
+	for i := 0; i < 32; i++ {
+		set := all
+		if i < len(classes) {
+			set = classes[i]
+		}
+		c, err := pick(set)
+		if err != nil {
+			return "", err
+		}
+		b = append(b, c)
+	}
+	return string(b), nil
+}
+
+// windowsLockedDir is a folder holding what runs as LocalSystem (binaries,
+// configuration, credentials): inheritance removed, SYSTEM and
+// Administrators full control; UsersRead lets Users read and run it.
+type windowsLockedDir struct {
+	Path      string
+	UsersRead bool
+}
+
+// Well-known SIDs, independent of the system's language.
+const (
+	sidSystem         = "S-1-5-18"
+	sidAdministrators = "S-1-5-32-544"
+	sidUsers          = "S-1-5-32-545"
+)
+
+// windowsLockedDirs are the folders the permissions step locks: a folder a
+// user can write that holds what SYSTEM runs is a path to SYSTEM
+// (aks-engine #4633 closed c:\k for that reason).
+func (p WindowsPlan) windowsLockedDirs() []windowsLockedDir {
+	dirs := []windowsLockedDir{
+		{units.WindowsKubeDir, true},
+		{windowsContainerdDir, true},
+		{windowsCNIBinDir, true},
+		{windowsCNIConfDir, true},
+		{`C:\etc\kubernetes`, false},
+		{`C:\var\lib\kubelet`, false},
+		{`C:\var\log\kubelet`, false},
+	}
+	if p.InstallJoiner {
+		dirs = append(dirs, windowsLockedDir{windowsJoinerDir, false})
+	}
+	return dirs
+}
+
+func windowsPermissions(p WindowsPlan) []byte {
+	s := newWinScript("folders of what runs as SYSTEM: inheritance removed, only SYSTEM and Administrators may write", psDirectory, psNative)
+	s.Line("function Set-KubenodePrivateAcl {")
+	s.Line("    param([string]$Path, [string[]]$Grants)")
+	s.Line("    New-KubenodeDirectory -Path $Path")
+	s.Line("    $sids = @($Grants | ForEach-Object { $_.Split(':')[0].TrimStart('*') })")
+	s.Line("    $acl = Get-Acl -LiteralPath $Path")
+	s.Line("    $others = @($acl.Access | Where-Object { $sids -notcontains $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })")
+	s.Line("    if ($acl.AreAccessRulesProtected -and $others.Count -eq 0) {")
+	s.Line(`        Write-Host "ok: $Path is writable by SYSTEM and Administrators only"`)
+	s.Line("        return")
+	s.Line("    }")
+	s.Line("    $arguments = @($Path, '/inheritance:r')")
+	s.Line("    foreach ($grant in $Grants) {")
+	s.Line("        $arguments += @('/grant:r', $grant)")
+	s.Line("    }")
+	s.Comment("What inheritance gave is gone; explicit entries of anyone else are removed.")
+	s.Line("    foreach ($rule in $others) {")
+	s.Line("        if (-not $rule.IsInherited) {")
+	s.Line("            $arguments += @('/remove', ('*' + $rule.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value))")
+	s.Line("        }")
+	s.Line("    }")
+	s.Line("    Invoke-KubenodeNative -What ('icacls ' + $Path) -FilePath 'icacls.exe' -Arguments $arguments")
+	s.Line(`    Write-Host "changed: $Path is writable by SYSTEM and Administrators only"`)
+	s.Line("}")
+	s.Blank()
+	for _, d := range p.windowsLockedDirs() {
+		grants := []string{"*" + sidSystem + ":(OI)(CI)F", "*" + sidAdministrators + ":(OI)(CI)F"}
+		if d.UsersRead {
+			grants = append(grants, "*"+sidUsers+":(OI)(CI)RX")
+		}
+		s.Line("Set-KubenodePrivateAcl -Path %s -Grants %s", powershell.Quote(d.Path), powershell.Array(grants))
+	}
+	return s.Bytes()
+}
+
+// windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it deletes the
+// answer files, which hold the clone's Administrator password, then itself.
+func windowsSetupCompleteCmd() string {
+	var b strings.Builder
+	b.WriteString("@echo off\r\nrem kubenode: the answer files hold the Administrator password; Setup has applied them.\r\n")
+	for _, f := range windowsFirstBootFiles {
+		fmt.Fprintf(&b, "if exist \"%s\" del /f /q \"%s\"\r\n", f, f)
+	}
+	b.WriteString("del /f /q \"%~f0\"\r\n")
+	return b.String()
+}
+
+// windowsCloseDoors is what the build opened that every clone must not
+// keep, closed in the running system without cutting the session that
+// carries this very script: WinRM's and sshd's services disabled (the
+// running WinRM serves us until the power-off), UAC back on and
+// LocalAccountTokenFilterPolicy removed (both read at logon; UAC stays off
+// until the next boot, so no token of this session is filtered), autologon
+// off, and the autologon password gone from the registry and from the LSA
+// secret Setup stored it in.
+func windowsCloseDoors(s *powershell.Script) {
+	s.Line("$winlogon = 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon'")
+	s.Line("Set-ItemProperty -LiteralPath $winlogon -Name 'AutoAdminLogon' -Value '0'")
+	s.Line("foreach ($name in @('DefaultPassword', 'AutoLogonCount')) {")
+	s.Line("    Remove-ItemProperty -LiteralPath $winlogon -Name $name -ErrorAction SilentlyContinue")
+	s.Line("}")
+	say(s, "", "changed: autologon off")
+	s.Comment("Setup keeps the autologon password as the LSA secret DefaultPassword; storing")
+	s.Comment("nothing under that name deletes it (LsaStorePrivateData with no data).")
+	s.Line("Add-Type -TypeDefinition %s", powershell.Quote(lsaSecretType))
+	s.Line("$status = [Kubenode.LsaSecret]::Delete('DefaultPassword')")
+	s.Line("if ($status -ne 0 -and $status -ne 2) {")
+	s.Line("    throw ('clearing the LSA secret DefaultPassword failed with Windows error ' + $status)")
+	s.Line("}")
+	say(s, "", "changed: LSA secret DefaultPassword cleared")
+	s.Line("$system = 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Policies\\System'")
+	s.Line("Set-ItemProperty -LiteralPath $system -Name 'EnableLUA' -Value 1 -Type DWord")
+	s.Line("Remove-ItemProperty -LiteralPath $system -Name 'LocalAccountTokenFilterPolicy' -ErrorAction SilentlyContinue")
+	say(s, "", "changed: UAC on from the next boot, LocalAccountTokenFilterPolicy removed")
+	s.Line("foreach ($name in @('WinRM', 'sshd')) {")
+	s.Line("    if (Get-Service -Name $name -ErrorAction SilentlyContinue) {")
+	s.Line("        Set-Service -Name $name -StartupType Disabled")
+	s.Line(`        Write-Host "changed: service $name disabled (it stops with this boot)"`)
+	s.Line("    }")
+	s.Line("}")
+}
+
+// lsaSecretType deletes an LSA secret through LsaStorePrivateData.
+const lsaSecretType = `using System;
+using System.Runtime.InteropServices;
+namespace Kubenode {
+    public static class LsaSecret {
+        [StructLayout(LayoutKind.Sequential)]
+        struct LSA_UNICODE_STRING { public ushort Length; public ushort MaximumLength; public IntPtr Buffer; }
+        [StructLayout(LayoutKind.Sequential)]
+        struct LSA_OBJECT_ATTRIBUTES { public int Length; public IntPtr RootDirectory; public IntPtr ObjectName; public uint Attributes; public IntPtr SecurityDescriptor; public IntPtr SecurityQualityOfService; }
+        [DllImport("advapi32.dll")]
+        static extern uint LsaOpenPolicy(IntPtr system, ref LSA_OBJECT_ATTRIBUTES attributes, uint access, out IntPtr policy);
+        [DllImport("advapi32.dll")]
+        static extern uint LsaStorePrivateData(IntPtr policy, ref LSA_UNICODE_STRING key, IntPtr data);
+        [DllImport("advapi32.dll")]
+        static extern uint LsaNtStatusToWinError(uint status);
+        [DllImport("advapi32.dll")]
+        static extern uint LsaClose(IntPtr policy);
+        public static uint Delete(string name) {
+            var attributes = new LSA_OBJECT_ATTRIBUTES();
+            attributes.Length = Marshal.SizeOf(typeof(LSA_OBJECT_ATTRIBUTES));
+            IntPtr policy;
+            uint status = LsaOpenPolicy(IntPtr.Zero, ref attributes, 0x20, out policy);
+            if (status != 0) { return LsaNtStatusToWinError(status); }
+            var key = new LSA_UNICODE_STRING();
+            key.Buffer = Marshal.StringToHGlobalUni(name);
+            key.Length = (ushort)(name.Length * 2);
+            key.MaximumLength = (ushort)(key.Length + 2);
+            status = LsaStorePrivateData(policy, ref key, IntPtr.Zero);
+            Marshal.FreeHGlobal(key.Buffer);
+            LsaClose(policy);
+            return LsaNtStatusToWinError(status);
+        }
+    }
+}`
+
+// windowsTransportCloser closes what carries this session, WinRM's Basic
+// authentication over HTTP, its listeners and the bootstrap's firewall
+// rules. It runs beside sysprep and acts once sysprep has generalized
+// Windows, so a failing sysprep can still be reported through WinRM.
+func windowsTransportCloser() string {
+	s := powershell.New("kubenode-bake: close WinRM and the build's firewall rules once sysprep has generalized Windows")
+	s.Line("$state = 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State'")
+	s.Line("while ((Get-ItemProperty -LiteralPath $state -Name 'ImageState' -ErrorAction SilentlyContinue).ImageState -ne %s) {", powershell.Quote(windowsGeneralized))
+	s.Line("    Start-Sleep -Milliseconds 250")
+	s.Line("}")
+	s.Line("foreach ($rule in %s) {", powershell.Array(autounattend.WindowsFirewallRules))
+	s.Line("    Remove-NetFirewallRule -Name $rule -ErrorAction SilentlyContinue")
+	s.Line("}")
+	s.Line("Set-Item -Path 'WSMan:\\localhost\\Service\\Auth\\Basic' -Value $false -Force")
+	s.Line("Set-Item -Path 'WSMan:\\localhost\\Service\\AllowUnencrypted' -Value $false -Force")
+	s.Line("Remove-Item -Path 'WSMan:\\localhost\\Listener\\*' -Recurse -Force")
+	// It travels as -EncodedCommand: no byte-order mark.
+	return strings.TrimPrefix(string(s.Bytes()), "\uFEFF")
+}
+
+func windowsSysprep(p WindowsPlan) []byte {
+	s := newWinScript("generalize: close the build's doors, leave the first-boot answer file to sysprep, run sysprep; it powers Windows off")
+	s.Comment("This script holds the clone's answer file: it goes first.")
+	s.Line("Remove-Item -LiteralPath $PSCommandPath -Force")
+	s.Line("foreach ($file in %s) {", powershell.Array(windowsFirstBootFiles))
+	s.Line("    if (Test-Path -LiteralPath $file) {")
+	s.Line("        Remove-Item -LiteralPath $file -Force")
+	s.Line(`        Write-Host "changed: removed $file"`)
+	s.Line("    }")
+	s.Line("}")
+	windowsCloseDoors(s)
+	s.Blank()
+	s.Line("$utf8 = New-Object -TypeName System.Text.UTF8Encoding -ArgumentList $false")
+	s.Line("[System.IO.File]::WriteAllText(%s, %s, $utf8)", powershell.Quote(windowsFirstBootAnswer), powershell.Quote(string(p.FirstBoot)))
+	s.Line("New-Item -ItemType Directory -Force -Path %s | Out-Null", powershell.Quote(`C:\Windows\Setup\Scripts`))
+	s.Line("[System.IO.File]::WriteAllText(%s, %s, [System.Text.Encoding]::ASCII)", powershell.Quote(windowsSetupComplete), powershell.Quote(windowsSetupCompleteCmd()))
+	say(s, "", "changed: first-boot answer file and SetupComplete.cmd written")
+	s.Blank()
+	s.Line("$closer = [System.Convert]::ToBase64String([System.Text.Encoding]::Unicode.GetBytes(%s))", powershell.Quote(windowsTransportCloser()))
+	s.Line("$closing = Start-Process -FilePath 'powershell.exe' -ArgumentList @('-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', $closer) -WindowStyle Hidden -PassThru")
+	s.Line("$sysprep = Start-Process -FilePath 'C:\\Windows\\System32\\Sysprep\\sysprep.exe' -ArgumentList %s -Wait -PassThru", psList(windowsSysprepArgs()))
+	s.Line("$state = (Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State' -Name 'ImageState').ImageState")
+	s.Line("if ($sysprep.ExitCode -eq 0 -and $state -eq %s) {", powershell.Quote(windowsGeneralized))
+	say(s, "    ", "kubenode-bake: sysprep generalized Windows; it powers off now")
+	s.Line("    exit 0")
+	s.Line("}")
+	s.Line("Stop-Process -Id $closing.Id -Force -ErrorAction SilentlyContinue")
+	s.Line("Write-Host ('sysprep failed: exit code ' + $sysprep.ExitCode + ', image state ' + $state)")
+	s.Line("foreach ($log in @('setupact.log', 'setuperr.log')) {")
+	s.Line("    $path = Join-Path %s $log", powershell.Quote(windowsSysprepLogs))
+	s.Line("    if (Test-Path -LiteralPath $path) {")
+	s.Line(`        Write-Host "--- last lines of ${path}:"`)
+	s.Line("        Get-Content -LiteralPath $path -Tail 10 | ForEach-Object { Write-Host $_ }")
+	s.Line("    }")
+	s.Line("}")
+	s.Line("if ($sysprep.ExitCode -ne 0) {")
+	s.Line("    exit $sysprep.ExitCode")
+	s.Line("}")
+	s.Line("exit 1")
+	return s.Bytes()
+}
+
+// windowsSysprepArgs generalizes for VMs on this hypervisor (/mode:vm keeps
+// the drivers), skips the welcome screens with the first-boot answer file,
+// and powers off.
+func windowsSysprepArgs() []string {
+	return []string{"/generalize", "/oobe", "/shutdown", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
+}
+
+// sysprep uploads and runs the sysprep step's script. A dropped connection
+// is the power-off sysprep starts; a non-zero exit is sysprep's failure,
+// with the tail of its logs.
+func (r *remote) sysprep(ctx context.Context, script []byte) error {
+	if err := r.comm.Upload(uploadPath(windowsSysprepScript), strings.NewReader(string(script)), nil); err != nil {
+		err = fmt.Errorf("step sysprep: uploading its script to %s: %w", windowsSysprepScript, err)
+		r.ui.Error(err.Error())
+		return err
+	}
+	_, err := r.run(ctx, stepSysprep, powershellFile(windowsSysprepScript))
+	var se *StepError
+	if errors.As(err, &se) && se.ExitCode == packersdk.CmdDisconnect {
+		r.ui.Say("kubenode-bake [sysprep]: the connection closed: Windows is powering off")
+		return nil
+	}
+	if se != nil {
+		return fmt.Errorf("%w\nsysprep did not generalize Windows; its logs are in %s on the build VM (packer build -on-error=abort keeps it)", err, windowsSysprepLogs)
+	}
+	return err
+}

@@ -1,0 +1,180 @@
+package bake
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+)
+
+func stepScript(t *testing.T, p WindowsPlan, name string) string {
+	t.Helper()
+	steps, err := WindowsSteps(p)
+	require.NoError(t, err)
+	for _, s := range steps {
+		if s.Name == name {
+			return string(s.Script)
+		}
+	}
+	t.Fatalf("no %s step", name)
+	return ""
+}
+
+func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
+	g := newFakeWindows()
+	ui := newTestUI()
+	p := basePlan(t)
+	g.exit[stepSysprep] = packersdk.CmdDisconnect // the guest went down under the command
+	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
+	steps := g.steps()
+	assert.Equal(t, []string{"permissions", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
+	commands, _, _ := g.snapshot()
+	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
+	assert.Contains(t, ui.out.String(), "Windows is powering off")
+
+	script := stepScript(t, p, stepSysprep)
+	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/shutdown', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`')`)
+	// The script itself goes first (it holds the answer file), sysprep last.
+	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "WriteAllText"))
+	assert.Less(t, strings.Index(script, "WriteAllText"), strings.Index(script, "sysprep.exe"))
+}
+
+func TestWindowsSysprepFailureFailsTheBuildWithExitCodeAndLogs(t *testing.T) {
+	g := newFakeWindows()
+	g.exit[stepSysprep] = 31
+	g.output[stepSysprep] = "sysprep failed: exit code 31, image state IMAGE_STATE_COMPLETE\r\n" +
+		"--- last lines of C:\\Windows\\System32\\Sysprep\\Panther\\setupact.log:\r\n" +
+		"Error SYSPRP Package Microsoft.Example was installed for a user, but not provisioned for all users.\r\n"
+	ui := newTestUI()
+	p := basePlan(t)
+	err := RunWindows(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	var se *StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "sysprep", se.Step)
+	assert.Equal(t, 31, se.ExitCode)
+	assert.Contains(t, err.Error(), "exited with code 31")
+	assert.Contains(t, err.Error(), "not provisioned for all users")
+	assert.Contains(t, err.Error(), `C:\Windows\System32\Sysprep\Panther`)
+
+	// The script prints both logs' tails and exits with sysprep's code.
+	script := stepScript(t, p, stepSysprep)
+	for _, want := range []string{"@('setupact.log', 'setuperr.log')", "Get-Content -LiteralPath $path -Tail", "exit $sysprep.ExitCode", windowsGeneralized} {
+		assert.Contains(t, script, want)
+	}
+}
+
+func TestWindowsSysprepIsOffWithoutGeneralize(t *testing.T) {
+	p := basePlan(t)
+	p.Generalize = false
+	steps, err := WindowsSteps(p)
+	require.NoError(t, err)
+	assert.Equal(t, stepCleanup, steps[len(steps)-1].Name)
+	p.Generalize, p.FirstBoot = true, nil
+	_, err = WindowsSteps(p)
+	assert.ErrorContains(t, err, "generalize: no first-boot answer file")
+}
+
+func TestWindowsSysprepRemovesTheBuildsFirewallRules(t *testing.T) {
+	require.Len(t, autounattend.WindowsFirewallRules, 3)
+	script := stepScript(t, basePlan(t), stepSysprep)
+	for _, rule := range []string{"kubenode-winrm-http", "kubenode-winrm-https", "kubenode-sshd"} {
+		assert.Contains(t, autounattend.WindowsFirewallRules, rule)
+		// The closer travels inside the script as a quoted literal.
+		assert.Contains(t, script, "'"+rule+"'", rule)
+	}
+	assert.Contains(t, script, "Remove-NetFirewallRule -Name $rule")
+	assert.Contains(t, windowsTransportCloser(), "Remove-NetFirewallRule -Name $rule")
+}
+
+func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
+	script := stepScript(t, basePlan(t), stepSysprep)
+	for what, want := range map[string]string{
+		"LSA secret DefaultPassword cleared":   "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
+		"LsaStorePrivateData with no data":     "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
+		"autologon off":                        "-Name 'AutoAdminLogon' -Value '0'",
+		"AutoLogonCount and DefaultPassword":   "@('DefaultPassword', 'AutoLogonCount')",
+		"UAC restored":                         "-Name 'EnableLUA' -Value 1",
+		"LocalAccountTokenFilterPolicy gone":   "-Name 'LocalAccountTokenFilterPolicy'",
+		"WinRM and sshd disabled":              "foreach ($name in @('WinRM', 'sshd'))",
+		"leftover Sysprep unattend.xml":        `'C:\Windows\System32\Sysprep\unattend.xml'`,
+		"leftover Panther unattend.xml":        `'C:\Windows\Panther\unattend.xml'`,
+		"first-boot answer file for sysprep":   "WriteAllText('" + windowsFirstBootAnswer + "'",
+		"SetupComplete.cmd for the first boot": "WriteAllText('" + windowsSetupComplete + "'",
+	} {
+		assert.Contains(t, script, want, what)
+	}
+	closer := windowsTransportCloser()
+	for _, want := range []string{`WSMan:\localhost\Service\Auth\Basic' -Value $false`, `WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, `WSMan:\localhost\Listener\*`} {
+		assert.Contains(t, closer, want)
+	}
+	// The closer waits for sysprep to have generalized Windows: the
+	// session must still report a failing sysprep.
+	assert.Less(t, strings.Index(closer, windowsGeneralized), strings.Index(closer, "WSMan:"))
+}
+
+func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
+	cmd := windowsSetupCompleteCmd()
+	for _, f := range append([]string{windowsFirstBootAnswer, `C:\Windows\Panther\unattend.xml`, `C:\Windows\System32\Sysprep\unattend.xml`}, windowsAnswerFiles...) {
+		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
+	}
+	assert.True(t, strings.HasSuffix(cmd, "del /f /q \"%~f0\"\r\n"), "it removes itself last")
+	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
+}
+
+func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
+	p := basePlan(t)
+	script := stepScript(t, p, stepPermissions)
+	dirs := p.windowsLockedDirs()
+	var paths []string
+	for _, d := range dirs {
+		paths = append(paths, d.Path)
+		assert.Contains(t, script, "Set-KubenodePrivateAcl -Path '"+d.Path+"'", d.Path)
+	}
+	for _, want := range []string{`C:\k`, `C:\opt\cni\bin`, `C:\etc\cni\net.d`, `C:\etc\kubernetes`, `C:\var\lib\kubelet`, `C:\var\log\kubelet`, `C:\ProgramData\kubenode`, `C:\Program Files\containerd`} {
+		assert.Contains(t, paths, want)
+	}
+	// Only SYSTEM and Administrators get more than read and execute.
+	grants := regexp.MustCompile(`\*S-1-5-[0-9-]+:\(OI\)\(CI\)[A-Z]+`).FindAllString(script, -1)
+	require.NotEmpty(t, grants)
+	for _, g := range grants {
+		if !strings.HasPrefix(g, "*S-1-5-18:") && !strings.HasPrefix(g, "*S-1-5-32-544:") {
+			assert.True(t, strings.HasSuffix(g, ":(OI)(CI)RX"), g)
+		}
+	}
+	assert.Contains(t, script, "'/inheritance:r'")
+
+	p.InstallJoiner = false
+	assert.False(t, slices.ContainsFunc(p.windowsLockedDirs(), func(d windowsLockedDir) bool { return d.Path == windowsJoinerDir }))
+}
+
+func TestWindowsFirstBootPasswordIsNotTheBuilds(t *testing.T) {
+	c := &Config{}
+	a, err := c.windowsFirstBoot()
+	require.NoError(t, err)
+	b, err := c.windowsFirstBoot()
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b, "a random password for each build")
+
+	c.CloneAdminPassword = "Clone-Only-1!"
+	xml, err := c.windowsFirstBoot()
+	require.NoError(t, err)
+	assert.Contains(t, string(xml), autounattend.EncodeUnattendPassword("Clone-Only-1!", "AdministratorPassword"))
+
+	for i := 0; i < 50; i++ {
+		pw, err := randomWindowsPassword()
+		require.NoError(t, err)
+		assert.Len(t, pw, 32)
+		assert.Regexp(t, `[A-Z]`, pw)
+		assert.Regexp(t, `[a-z]`, pw)
+		assert.Regexp(t, `[0-9]`, pw)
+		assert.Regexp(t, `[-_.!#%+=]`, pw)
+	}
+}
