@@ -213,7 +213,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.NotContains(t, string(data), "token:", "the token is removed from the config file by the run that joined")
-		assert.Contains(t, out, "[cleanup] removed the token from "+path)
+		assert.Contains(t, out, "[kubeadm-join] removed the token from "+path)
 
 		out, err = c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "not-ready-again.log"))
 		require.NoError(t, err, "the rerun finds the node joined")

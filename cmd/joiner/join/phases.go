@@ -329,7 +329,7 @@ func kubeadmJoin(ctx context.Context, d *data) error {
 	// used, so the token goes now. On Linux the first-boot unit never runs
 	// again once kubelet.conf exists, so a later phase that fails must not
 	// leave it behind. cleanup tries again for what could not be removed.
-	for _, err := range scrubTokens(d) {
+	for _, err := range scrubTokens(d, "kubeadm-join") {
 		fmt.Fprintf(d.opts.Log, "[kubeadm-join] WARNING: %v\n", err)
 	}
 	return nil
@@ -484,7 +484,7 @@ func cleanup(_ context.Context, d *data) error {
 	case !errors.Is(err, os.ErrNotExist):
 		errs = append(errs, err)
 	}
-	errs = append(errs, scrubTokens(d)...)
+	errs = append(errs, scrubTokens(d, "cleanup")...)
 	for _, s := range d.sources {
 		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config {
 			fmt.Fprintf(d.opts.Log, "[cleanup] the seed disc %s still holds the (now used) token: detach it from the VM\n", s)
@@ -498,7 +498,7 @@ func cleanup(_ context.Context, d *data) error {
 
 // scrubTokens removes the token from the configuration files this run read
 // (the image's and --config's), records and logs each file it changed.
-func scrubTokens(d *data) []error {
+func scrubTokens(d *data, phase string) []error {
 	var errs []error
 	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
 		if path == "" || !slices.Contains(d.sources, path) {
@@ -509,7 +509,7 @@ func scrubTokens(d *data) []error {
 			errs = append(errs, fmt.Errorf("removing the token from %s: %w", path, err))
 		case had:
 			d.scrubbed = append(d.scrubbed, path)
-			fmt.Fprintf(d.opts.Log, "[cleanup] removed the token from %s\n", path)
+			fmt.Fprintf(d.opts.Log, "[%s] removed the token from %s\n", phase, path)
 		}
 	}
 	return errs
