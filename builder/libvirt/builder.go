@@ -100,7 +100,7 @@ func (b *Builder) steps() []multistep.Step {
 			ResultKey:   stateISOPath,
 			TargetPath:  c.TargetPath,
 			Url:         c.ISOUrls,
-		})
+		}, &stepCheckInstallImage{})
 	}
 	steps = append(steps,
 		&commonsteps.StepOutputDir{Force: c.PackerForce, Path: c.OutputDir},

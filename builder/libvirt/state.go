@@ -16,4 +16,5 @@ const (
 	stateSerialLog  = "serial_log"    // string: serial console log (local path, "" if remote)
 	stateExported   = "exported"      // []string: files written to output_directory
 	stateExportVol  = "export_volume" // string: the finished volume when keep_in_pool
+	stateImageIndex = "image_index"   // int: the install.wim image checked on the install disc
 )

@@ -16,7 +16,7 @@ import (
 // stepCreateSeed renders the seed disc (windows, linux or seed_files) to a
 // local temporary ISO.
 //
-// Uses: config, ui. Produces: seed_iso (absent when there is no seed).
+// Uses: config, ui, image_index. Produces: seed_iso (absent when there is no seed).
 type stepCreateSeed struct {
 	dir string
 }
@@ -24,7 +24,8 @@ type stepCreateSeed struct {
 func (s *stepCreateSeed) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	c := state.Get(stateConfig).(*Config)
 	ui := state.Get(stateUI).(packersdk.Ui)
-	disc, ok, err := c.seedDisc()
+	imageIndex, _ := state.Get(stateImageIndex).(int)
+	disc, ok, err := c.seedDisc(imageIndex)
 	if err != nil {
 		return halt(state, ui, fmt.Errorf("rendering the seed: %w", err))
 	}
@@ -62,10 +63,17 @@ func (s *stepCreateSeed) Cleanup(state multistep.StateBag) {
 }
 
 // seedDisc renders the configured seed; ok is false when none is configured.
-func (c *Config) seedDisc() (autounattend.Disc, bool, error) {
+// imageIndex, when above 0, is the install image stepCheckInstallImage found
+// on the disc for the configured selection: the answer file then selects
+// exactly that image.
+func (c *Config) seedDisc(imageIndex int) (autounattend.Disc, bool, error) {
 	switch {
 	case c.Windows != nil:
-		d, err := autounattend.WindowsSeed(c.windowsSeed())
+		w := c.windowsSeed()
+		if imageIndex > 0 {
+			w.ImageIndex, w.ImageName = imageIndex, ""
+		}
+		d, err := autounattend.WindowsSeed(w)
 		return d, true, err
 	case c.Linux != nil:
 		d, err := autounattend.LinuxSeed(c.linuxSeed())
