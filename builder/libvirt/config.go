@@ -55,7 +55,11 @@ type Config struct {
 	// always a full, flattened qcow2. Default true.
 	UseBackingFile *bool `mapstructure:"use_backing_file"`
 	// Path of the virtio-win driver ISO, attached as a CD-ROM for Windows
-	// (Setup loads the storage and network drivers from it).
+	// (Setup loads the storage and network drivers from it). Required with
+	// a `windows` block unless `disk_bus = "sata"` and `nic_model` is
+	// `e1000e` or `e1000`, which Windows drives without it: without the
+	// drivers Setup finds no disk, or the guest no network, and the build
+	// would only end at `winrm_timeout`.
 	VirtioWinISO string `mapstructure:"virtio_win_iso"`
 	// More ISO files to attach as CD-ROMs, in order.
 	ExtraCDROMs []string `mapstructure:"extra_cdroms"`
@@ -151,13 +155,17 @@ type Config struct {
 type WindowsSeedConfig struct {
 	// Windows Server release: `2019`, `2022` or `2025`.
 	Version string `mapstructure:"version" required:"true"`
-	// `standard` or `datacenter` (default).
+	// `standard` or `datacenter` (default). Before creating anything the
+	// build reads the install disc's image list (`sources/install.wim` or
+	// `install.esd`) and stops, listing the images, if the image this and
+	// `experience` select is not on it.
 	Edition string `mapstructure:"edition"`
 	// `core` (default) or `desktop`.
 	Experience string `mapstructure:"experience"`
-	// Select the install.wim image by name instead.
+	// Select the install.wim image by name instead (checked on the disc).
 	ImageName string `mapstructure:"image_name"`
-	// Select the install.wim image by index instead (evaluation ISOs: 1-4).
+	// Select the install.wim image by index instead (evaluation ISOs: 1-4;
+	// checked on the disc).
 	ImageIndex int `mapstructure:"image_index"`
 	// Disk Windows is installed to. Default 0.
 	DiskID int `mapstructure:"disk_id"`
@@ -340,6 +348,12 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	if !oneOf(c.NICModel, "virtio", "e1000e", "e1000") {
 		add("nic_model", "%q is not allowed; use \"virtio\", \"e1000e\" or \"e1000\"", c.NICModel)
+	}
+	if windows && c.VirtioWinISO == "" && (c.DiskBus != "sata" || c.NICModel == "virtio") {
+		add("virtio_win_iso", "is required for a Windows guest with disk_bus = %q and nic_model = %q: Windows has no virtio drivers, "+
+			"so Setup would find no disk (or the guest no network) and the build would only end at winrm_timeout. "+
+			"Set virtio_win_iso to the virtio-win ISO (fedorapeople.org virtio-win direct downloads), "+
+			"or disk_bus = \"sata\" and nic_model = \"e1000e\"", c.DiskBus, c.NICModel)
 	}
 	if c.MachineType == "" {
 		c.MachineType = "q35"

@@ -55,7 +55,7 @@ func TestPrepareLinuxDefaults(t *testing.T) {
 func TestPrepareWindowsDefaults(t *testing.T) {
 	var c Config
 	_, err := c.Prepare(map[string]interface{}{
-		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "kvm",
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "virtio_win_iso": "virtio-win.iso", "accelerator": "kvm",
 		"windows": map[string]interface{}{"version": "2022"},
 	})
 	require.NoError(t, err)
@@ -133,13 +133,13 @@ func TestPrepareWarnsAboutTCPURIs(t *testing.T) {
 func TestPrepareHyperVNeedsKVM(t *testing.T) {
 	var c Config
 	_, err := c.Prepare(map[string]interface{}{
-		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "tcg",
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "virtio_win_iso": "virtio-win.iso", "accelerator": "tcg",
 		"windows": map[string]interface{}{"version": "2022"},
 	})
 	require.NoError(t, err)
 	assert.False(t, *c.HypervEnlightenments, "off by default under TCG")
 	_, err = (&Config{}).Prepare(map[string]interface{}{
-		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "tcg",
+		"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "virtio_win_iso": "virtio-win.iso", "accelerator": "tcg",
 		"hyperv_enlightenments": true, "windows": map[string]interface{}{"version": "2022"},
 	})
 	assert.ErrorContains(t, err, "hyperv_enlightenments: needs accelerator = \"kvm\"")
@@ -168,4 +168,39 @@ func TestPrepareRefusesHugeDiskSizes(t *testing.T) {
 		_, err := (&Config{}).Prepare(raw)
 		assert.ErrorContains(t, err, `disk_size: "`+huge+`" is larger than the largest size allowed, 64T`)
 	}
+}
+
+func TestPrepareWindowsNeedsVirtioDriversForVirtioHardware(t *testing.T) {
+	for _, tc := range []struct {
+		bus, nic string
+		ok       bool
+	}{
+		{"", "", false}, // virtio disk and NIC by default
+		{"scsi", "e1000e", false},
+		{"sata", "virtio", false},
+		{"sata", "e1000e", true},
+		{"sata", "e1000", true},
+	} {
+		raw := map[string]interface{}{
+			"iso_url": "win.iso", "iso_checksum": "none", "winrm_password": "Passw0rd!", "accelerator": "tcg",
+			"windows": map[string]interface{}{"version": "2022"},
+		}
+		if tc.bus != "" {
+			raw["disk_bus"], raw["nic_model"] = tc.bus, tc.nic
+		}
+		_, err := (&Config{}).Prepare(raw)
+		if tc.ok {
+			assert.NoError(t, err, "%s/%s: Windows drives SATA and Intel NICs itself", tc.bus, tc.nic)
+			continue
+		}
+		require.Error(t, err, "%s/%s", tc.bus, tc.nic)
+		assert.Contains(t, err.Error(), "virtio_win_iso: is required for a Windows guest")
+		assert.Contains(t, err.Error(), `or disk_bus = "sata" and nic_model = "e1000e"`)
+		raw["virtio_win_iso"] = "virtio-win.iso"
+		_, err = (&Config{}).Prepare(raw)
+		assert.NoError(t, err, "%s/%s with the drivers", tc.bus, tc.nic)
+	}
+	// Linux guests have virtio drivers in their kernel.
+	_, err := (&Config{}).Prepare(linuxRaw())
+	assert.NoError(t, err)
 }
