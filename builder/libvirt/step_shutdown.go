@@ -9,9 +9,10 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 )
 
-// stepShutdown runs shutdown_command through the communicator (e.g.
-// sysprep), or asks for an ACPI power-off, then waits up to
-// shutdown_timeout for the VM to be off.
+// stepShutdown runs shutdown_command through the communicator, or asks
+// for an ACPI power-off, then waits up to shutdown_timeout for the VM to be
+// off. A Windows guest without shutdown_command is only waited for: the
+// bake's sysprep powers it off.
 //
 // Uses: config, driver, ui, communicator.
 type stepShutdown struct{}
@@ -34,6 +35,10 @@ func (s *stepShutdown) Run(ctx context.Context, state multistep.StateBag) multis
 		if err := comm.Start(ctx, cmd); err != nil {
 			return halt(state, ui, fmt.Errorf("shutdown_command: %w", err))
 		}
+	} else if c.Windows != nil {
+		// kubenode-bake's generalize ends with sysprep /shutdown: the guest
+		// powers itself off, and an ACPI request could cut sysprep short.
+		ui.Say("Waiting for Windows to power itself off (sysprep; no shutdown_command)")
 	} else {
 		ui.Say("Asking the guest to power off (ACPI)")
 		if err := d.ShutdownDomain(c.VMName); err != nil {
@@ -53,6 +58,9 @@ func (s *stepShutdown) Run(ctx context.Context, state multistep.StateBag) multis
 		}
 		if time.Since(start) > c.ShutdownTimeout {
 			hint := "the guest may need acpid, or a shutdown_command such as \"sudo shutdown -P now\""
+			if c.ShutdownCommand == "" && c.Windows != nil {
+				hint = "kubenode-bake's generalize (sysprep) powers Windows off; without it, set a shutdown_command; raise shutdown_timeout for a slow sysprep"
+			}
 			if c.ShutdownCommand != "" {
 				hint = "check that shutdown_command powers the guest off; raise shutdown_timeout for slow ones like sysprep"
 			}

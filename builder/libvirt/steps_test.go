@@ -104,6 +104,27 @@ func TestStepShutdownACPI(t *testing.T) {
 	assert.Contains(t, m.Calls, "ShutdownDomain "+c.VMName)
 }
 
+func TestStepShutdownWaitsForWindowsToPowerItselfOff(t *testing.T) {
+	c := preparedLinux(t)
+	c.Windows = &WindowsSeedConfig{Version: "2022"}
+	c.ShutdownCommand = ""
+	c.ShutdownTimeout = time.Minute
+	m := NewMockDriver()
+	m.Domains[c.VMName] = StateRunning
+	old := shutdownPoll
+	shutdownPoll = time.Millisecond
+	defer func() { shutdownPoll = old }()
+	m.shuttingDown, m.ShutoffAfter = true, 3 // sysprep /shutdown, started by the bake
+	state := testState(t, c, m)
+	require.Equal(t, multistep.ActionContinue, (&stepShutdown{}).Run(context.Background(), state))
+	assert.NotContains(t, m.Calls, "ShutdownDomain "+c.VMName, "no ACPI request while sysprep runs")
+
+	c.ShutdownTimeout = 20 * time.Millisecond
+	m.Domains[c.VMName] = StateRunning
+	m.ShutoffAfter = 1 << 30
+	require.Equal(t, multistep.ActionHalt, (&stepShutdown{}).Run(context.Background(), testState(t, c, m)))
+}
+
 func TestStepShutdownTimeout(t *testing.T) {
 	c := preparedLinux(t)
 	c.ShutdownCommand = ""
