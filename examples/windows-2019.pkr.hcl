@@ -19,10 +19,10 @@
 # (tags such as ltsc2019 or 1809). Microsoft's evaluation ISO needs no
 # product key; for volume media set windows.product_key = "kms".
 #
-# The image is not sysprepped (kubenode-libvirt does not yet write the
-# post-sysprep answer file into the guest): every VM made from it has the
-# build's computer name, so give each its own node name with
-# `joiner token --node-name`.
+# kubenode-bake ends the build with sysprep (generalize, the default): it
+# closes WinRM and the build's firewall rules, and Windows powers itself
+# off. Every VM made from the image gets its own computer name, the
+# Administrator password clone_admin_password, and starts the joiner.
 packer {
   required_plugins {
     kubenode = {
@@ -52,8 +52,15 @@ variable "virtio_win_iso" {
 
 variable "password" {
   type        = string
-  description = "Administrator password during the build and in the image"
+  description = "Administrator password during the build only (clones get clone_admin_password)"
   default     = "Kubenode-Build-2019!"
+  sensitive   = true
+}
+
+variable "clone_admin_password" {
+  type        = string
+  description = "Administrator password of every VM made from the image (empty: a random one nobody knows)"
+  default     = ""
   sensitive   = true
 }
 
@@ -68,18 +75,6 @@ variable "joiner_windows" {
   default     = "dist/kubenode-joiner.exe"
 }
 
-locals {
-  # kubenode-bake leaves WinRM's build-time settings (Basic auth over
-  # unencrypted HTTP, the kubenode-winrm-http firewall rule) for the shutdown
-  # command to close; the power-off is scheduled first, so closing WinRM
-  # cannot cut the command short.
-  close_winrm_and_power_off = join("; ", [
-    "shutdown.exe /s /t 20 /f /d p:4:1 /c kubenode",
-    "Set-Item -Path WSMan:\\localhost\\Service\\Auth\\Basic -Value $false -Force",
-    "Set-Item -Path WSMan:\\localhost\\Service\\AllowUnencrypted -Value $false -Force",
-    "Remove-NetFirewallRule -Name kubenode-winrm-http -ErrorAction SilentlyContinue",
-  ])
-}
 
 source "kubenode-libvirt" "windows-2019" {
   iso_url        = var.iso_url
@@ -104,12 +99,12 @@ source "kubenode-libvirt" "windows-2019" {
   boot_wait    = "3s"
   boot_command = ["<enter><wait><enter><wait><enter>"]
 
-  communicator     = "winrm"
-  winrm_username   = "Administrator"
-  winrm_password   = var.password
-  winrm_timeout    = "2h"
-  shutdown_command = "powershell.exe -NoProfile -ExecutionPolicy Bypass -Command \"${local.close_winrm_and_power_off}\""
-  shutdown_timeout = "15m"
+  communicator   = "winrm"
+  winrm_username = "Administrator"
+  winrm_password = var.password
+  winrm_timeout  = "2h"
+  # sysprep powers Windows off after the bake.
+  shutdown_timeout = "30m"
 }
 
 build {
@@ -118,6 +113,8 @@ build {
   provisioner "kubenode-bake" {
     guest_os_type      = "windows"
     kubernetes_version = var.kubernetes_version
+    # generalize = true (the default): sysprep is the build's last act.
+    clone_admin_password = var.clone_admin_password
     # containerd 1.7 (config version 2): the combination kubenode-bake's
     # Windows Server 2019 golden scripts cover.
     containerd_version = "1.7.27"
@@ -126,16 +123,6 @@ build {
     restart_timeout    = "30m"
   }
 
-  # kubenode-bake installs the joiner's service disabled and leaves enabling
-  # it to a post-sysprep answer file, which this build does not write:
-  # enable it here, so that it runs on the first boot of every VM made from
-  # the image and joins the cluster its seed disc names.
-  provisioner "powershell" {
-    inline = [
-      "Set-Service -Name kubenode-joiner -StartupType Automatic",
-      "Write-Host ('kubenode-joiner starts: ' + (Get-Service -Name kubenode-joiner).StartType)",
-    ]
-  }
 
   post-processor "kubenode-export" {}
 }

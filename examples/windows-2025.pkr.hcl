@@ -23,10 +23,10 @@
 # a TPM of their own. The virtio-win ISO must be recent enough to have 2k25
 # driver folders. Workloads need ltsc2025 images.
 #
-# The image is not sysprepped (kubenode-libvirt does not yet write the
-# post-sysprep answer file into the guest): every VM made from it has the
-# build's computer name, so give each its own node name with
-# `joiner token --node-name`.
+# kubenode-bake ends the build with sysprep (generalize, the default): it
+# closes WinRM and the build's firewall rules, and Windows powers itself
+# off. Every VM made from the image gets its own computer name, the
+# Administrator password clone_admin_password, and starts the joiner.
 packer {
   required_plugins {
     kubenode = {
@@ -56,8 +56,15 @@ variable "virtio_win_iso" {
 
 variable "password" {
   type        = string
-  description = "Administrator password during the build and in the image"
+  description = "Administrator password during the build only (clones get clone_admin_password)"
   default     = "Kubenode-Build-2025!"
+  sensitive   = true
+}
+
+variable "clone_admin_password" {
+  type        = string
+  description = "Administrator password of every VM made from the image (empty: a random one nobody knows)"
+  default     = ""
   sensitive   = true
 }
 
@@ -72,18 +79,6 @@ variable "joiner_windows" {
   default     = "dist/kubenode-joiner.exe"
 }
 
-locals {
-  # kubenode-bake leaves WinRM's build-time settings (Basic auth over
-  # unencrypted HTTP, the kubenode-winrm-http firewall rule) for the shutdown
-  # command to close; the power-off is scheduled first, so closing WinRM
-  # cannot cut the command short.
-  close_winrm_and_power_off = join("; ", [
-    "shutdown.exe /s /t 20 /f /d p:4:1 /c kubenode",
-    "Set-Item -Path WSMan:\\localhost\\Service\\Auth\\Basic -Value $false -Force",
-    "Set-Item -Path WSMan:\\localhost\\Service\\AllowUnencrypted -Value $false -Force",
-    "Remove-NetFirewallRule -Name kubenode-winrm-http -ErrorAction SilentlyContinue",
-  ])
-}
 
 source "kubenode-libvirt" "windows-2025" {
   iso_url        = var.iso_url
@@ -113,12 +108,12 @@ source "kubenode-libvirt" "windows-2025" {
   boot_wait    = "3s"
   boot_command = ["<enter><wait><enter><wait><enter>"]
 
-  communicator     = "winrm"
-  winrm_username   = "Administrator"
-  winrm_password   = var.password
-  winrm_timeout    = "2h"
-  shutdown_command = "powershell.exe -NoProfile -ExecutionPolicy Bypass -Command \"${local.close_winrm_and_power_off}\""
-  shutdown_timeout = "15m"
+  communicator   = "winrm"
+  winrm_username = "Administrator"
+  winrm_password = var.password
+  winrm_timeout  = "2h"
+  # sysprep powers Windows off after the bake.
+  shutdown_timeout = "30m"
 }
 
 build {
@@ -127,6 +122,8 @@ build {
   provisioner "kubenode-bake" {
     guest_os_type      = "windows"
     kubernetes_version = var.kubernetes_version
+    # generalize = true (the default): sysprep is the build's last act.
+    clone_admin_password = var.clone_admin_password
     # containerd's newest row (2.x, config version 3) is the default; the
     # pause image is raised to the build's minimum (3.10.2 on 2025).
     artifacts       = { joiner = var.joiner_windows }
@@ -134,16 +131,6 @@ build {
     restart_timeout = "30m"
   }
 
-  # kubenode-bake installs the joiner's service disabled and leaves enabling
-  # it to a post-sysprep answer file, which this build does not write:
-  # enable it here, so that it runs on the first boot of every VM made from
-  # the image and joins the cluster its seed disc names.
-  provisioner "powershell" {
-    inline = [
-      "Set-Service -Name kubenode-joiner -StartupType Automatic",
-      "Write-Host ('kubenode-joiner starts: ' + (Get-Service -Name kubenode-joiner).StartType)",
-    ]
-  }
 
   post-processor "kubenode-export" {}
 }
