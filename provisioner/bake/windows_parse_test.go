@@ -52,3 +52,23 @@ func TestWindowsParseCheckCanFail(t *testing.T) {
 		assert.Error(t, pwsh.Check([]byte(bad)), name)
 	}
 }
+
+// TestWindowsCloserPowersOffInFinally: in the parsed closer, the closing
+// commands are the try block and the power-off is its finally clause, so
+// Windows powers off also when a closing command fails.
+func TestWindowsCloserPowersOffInFinally(t *testing.T) {
+	tree, err := pwsh.Parse([]byte(windowsTransportCloser()))
+	require.NoError(t, err)
+	defer tree.Close()
+	require.Empty(t, tree.Errors())
+	finally := tree.Nodes("finally_clause")
+	require.Len(t, finally, 1)
+	assert.Contains(t, finally[0], "shutdown.exe /s /t 0 /f")
+	tries := tree.Nodes("try_statement")
+	require.Len(t, tries, 1)
+	closing := strings.TrimSuffix(tries[0], finally[0])
+	for _, want := range []string{"Remove-NetFirewallRule", `WSMan:\localhost\Service\Auth\Basic`, `WSMan:\localhost\Service\AllowUnencrypted`, `WSMan:\localhost\Listener\*`} {
+		assert.Contains(t, closing, want)
+	}
+	assert.NotContains(t, closing, "shutdown.exe")
+}

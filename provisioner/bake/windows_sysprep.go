@@ -3,7 +3,6 @@ package bake
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -237,28 +236,35 @@ namespace Kubenode {
     }
 }`
 
+// windowsCloserDelay is how long the closer waits before it closes WinRM:
+// time for the sysprep step's command to return its exit code and output
+// over the connection the closer is about to cut.
+const windowsCloserDelay = 10
+
 // windowsTransportCloser closes what carries this session, WinRM's Basic
 // authentication over HTTP, its listeners and the bootstrap's firewall
-// rules. It runs beside sysprep and acts once sysprep has generalized
-// Windows, so a failing sysprep can still be reported through WinRM.
+// rules, then powers Windows off. The sysprep step starts it once sysprep
+// has generalized Windows and returns; the power-off is in a finally, so a
+// closing command that fails cannot leave the build VM running.
 func windowsTransportCloser() string {
-	s := powershell.New("kubenode-bake: close WinRM and the build's firewall rules once sysprep has generalized Windows")
-	s.Line("$state = 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State'")
-	s.Line("while ((Get-ItemProperty -LiteralPath $state -Name 'ImageState' -ErrorAction SilentlyContinue).ImageState -ne %s) {", powershell.Quote(windowsGeneralized))
-	s.Line("    Start-Sleep -Milliseconds 250")
+	s := powershell.New("kubenode-bake: after sysprep, close WinRM and the build's firewall rules, then power Windows off")
+	s.Line("Start-Sleep -Seconds %d", windowsCloserDelay)
+	s.Line("try {")
+	s.Line("    foreach ($rule in %s) {", powershell.Array(autounattend.WindowsFirewallRules))
+	s.Line("        Remove-NetFirewallRule -Name $rule -ErrorAction SilentlyContinue")
+	s.Line("    }")
+	s.Line("    Set-Item -Path 'WSMan:\\localhost\\Service\\Auth\\Basic' -Value $false -Force")
+	s.Line("    Set-Item -Path 'WSMan:\\localhost\\Service\\AllowUnencrypted' -Value $false -Force")
+	s.Line("    Remove-Item -Path 'WSMan:\\localhost\\Listener\\*' -Recurse -Force")
+	s.Line("} finally {")
+	s.Line("    & shutdown.exe /s /t 0 /f")
 	s.Line("}")
-	s.Line("foreach ($rule in %s) {", powershell.Array(autounattend.WindowsFirewallRules))
-	s.Line("    Remove-NetFirewallRule -Name $rule -ErrorAction SilentlyContinue")
-	s.Line("}")
-	s.Line("Set-Item -Path 'WSMan:\\localhost\\Service\\Auth\\Basic' -Value $false -Force")
-	s.Line("Set-Item -Path 'WSMan:\\localhost\\Service\\AllowUnencrypted' -Value $false -Force")
-	s.Line("Remove-Item -Path 'WSMan:\\localhost\\Listener\\*' -Recurse -Force")
 	// It travels as -EncodedCommand: no byte-order mark.
 	return strings.TrimPrefix(string(s.Bytes()), "\uFEFF")
 }
 
 func windowsSysprep(p WindowsPlan) []byte {
-	s := newWinScript("generalize: close the build's doors, leave the first-boot answer file to sysprep, run sysprep; it powers Windows off")
+	s := newWinScript("generalize: close the build's doors, leave the first-boot answer file to sysprep, run sysprep; then close WinRM and power Windows off")
 	s.Comment("This script holds the clone's answer file: it goes first.")
 	s.Line("Remove-Item -LiteralPath $PSCommandPath -Force")
 	s.Line("foreach ($file in %s) {", powershell.Array(windowsFirstBootFiles))
@@ -275,15 +281,25 @@ func windowsSysprep(p WindowsPlan) []byte {
 	s.Line("[System.IO.File]::WriteAllText(%s, %s, [System.Text.Encoding]::ASCII)", powershell.Quote(windowsSetupComplete), powershell.Quote(windowsSetupCompleteCmd()))
 	say(s, "", "changed: first-boot answer file and SetupComplete.cmd written")
 	s.Blank()
-	s.Line("$closer = [System.Convert]::ToBase64String([System.Text.Encoding]::Unicode.GetBytes(%s))", powershell.Quote(windowsTransportCloser()))
-	s.Line("$closing = Start-Process -FilePath 'powershell.exe' -ArgumentList @('-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', $closer) -WindowStyle Hidden -PassThru")
 	s.Line("$sysprep = Start-Process -FilePath 'C:\\Windows\\System32\\Sysprep\\sysprep.exe' -ArgumentList %s -Wait -PassThru", psList(windowsSysprepArgs()))
 	s.Line("$state = (Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State' -Name 'ImageState').ImageState")
 	s.Line("if ($sysprep.ExitCode -eq 0 -and $state -eq %s) {", powershell.Quote(windowsGeneralized))
-	say(s, "    ", "kubenode-bake: sysprep generalized Windows; it powers off now")
+	// A process started from a WinRM command (Start-Process included) is
+	// in the job object of the WinRM shell, and Windows ends the job with
+	// the shell, so the closer would die when this command returns.
+	// Win32_Process.Create has the WMI service create the process, outside
+	// that job (PowerShell/PowerShell issue #16001; PowerShell-Docs issue
+	// #8020 on Start-Process in remote sessions). A scheduled task would
+	// do too, but leaves a task to remove and runs as another account.
+	s.Line("    # Started by the WMI service, outside this WinRM shell's job: it outlives this command.")
+	s.Line("    $closer = [System.Convert]::ToBase64String([System.Text.Encoding]::Unicode.GetBytes(%s))", powershell.Quote(windowsTransportCloser()))
+	s.Line("    $started = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = ('powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ' + $closer) }")
+	s.Line("    if ($started.ReturnValue -ne 0) {")
+	s.Line("        throw ('sysprep generalized Windows, but starting the closer failed: Win32_Process.Create returned ' + $started.ReturnValue + '; the build VM is not powered off')")
+	s.Line("    }")
+	say(s, "    ", fmt.Sprintf("kubenode-bake: sysprep generalized Windows; in %d seconds WinRM and the build's firewall rules close and Windows powers off", windowsCloserDelay))
 	s.Line("    exit 0")
 	s.Line("}")
-	s.Line("Stop-Process -Id $closing.Id -Force -ErrorAction SilentlyContinue")
 	s.Line("Write-Host ('sysprep failed: exit code ' + $sysprep.ExitCode + ', image state ' + $state)")
 	s.Line("foreach ($log in @('setupact.log', 'setuperr.log')) {")
 	s.Line("    $path = Join-Path %s $log", powershell.Quote(windowsSysprepLogs))
@@ -301,28 +317,42 @@ func windowsSysprep(p WindowsPlan) []byte {
 
 // windowsSysprepArgs generalizes for VMs on this hypervisor (/mode:vm keeps
 // the drivers), skips the welcome screens with the first-boot answer file,
-// and powers off.
+// and quits instead of powering off (/shutdown would race the closer): the
+// step checks the result, then the closer closes WinRM and powers off.
 func windowsSysprepArgs() []string {
-	return []string{"/generalize", "/oobe", "/shutdown", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
+	return []string{"/generalize", "/oobe", "/quit", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
 }
 
-// sysprep uploads and runs the sysprep step's script. A dropped connection
-// is the power-off sysprep starts; a non-zero exit is sysprep's failure,
-// with the tail of its logs.
+// sysprep uploads and runs the sysprep step's script. Exit 0: sysprep has
+// generalized Windows and the closer, started outside the WinRM shell,
+// closes WinRM and powers Windows off. A dropped connection is taken as
+// that power-off too. Any other exit is sysprep's failure, with the tail
+// of its logs.
 func (r *remote) sysprep(ctx context.Context, script []byte) error {
 	if err := r.comm.Upload(uploadPath(windowsSysprepScript), strings.NewReader(string(script)), nil); err != nil {
 		err = fmt.Errorf("step sysprep: uploading its script to %s: %w", windowsSysprepScript, err)
 		r.ui.Error(err.Error())
 		return err
 	}
-	_, err := r.run(ctx, stepSysprep, powershellFile(windowsSysprepScript))
-	var se *StepError
-	if errors.As(err, &se) && se.ExitCode == packersdk.CmdDisconnect {
+	command := powershellFile(windowsSysprepScript)
+	tail := &lineTail{max: 25}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
+	if err := cmd.RunWithUi(ctx, r.comm, r.ui); err != nil {
+		err = fmt.Errorf("step %s: starting `%s`: %w", stepSysprep, command, err)
+		r.ui.Error(err.Error())
+		return err
+	}
+	switch code := cmd.ExitStatus(); code {
+	case 0:
+		r.ui.Say("kubenode-bake [sysprep]: Windows closes WinRM and powers itself off")
+		return nil
+	case packersdk.CmdDisconnect:
+		// Not an error: the guest went down under the command.
 		r.ui.Say("kubenode-bake [sysprep]: the connection closed: Windows is powering off")
 		return nil
-	}
-	if se != nil {
+	default:
+		err := &StepError{Step: stepSysprep, Command: command, ExitCode: code, Tail: tail.String()}
+		r.ui.Error(err.Error())
 		return fmt.Errorf("%w\nsysprep did not generalize Windows; its logs are in %s on the build VM (packer build -on-error=abort keeps it)", err, windowsSysprepLogs)
 	}
-	return err
 }

@@ -28,22 +28,71 @@ func stepScript(t *testing.T, p WindowsPlan, name string) string {
 }
 
 func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
-	g := newFakeWindows()
-	ui := newTestUI()
-	p := basePlan(t)
-	g.exit[stepSysprep] = packersdk.CmdDisconnect // the guest went down under the command
-	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
-	steps := g.steps()
-	assert.Equal(t, []string{"permissions", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
-	commands, _, _ := g.snapshot()
-	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
-	assert.Contains(t, ui.out.String(), "Windows is powering off")
+	for name, exit := range map[string]int{
+		"the command returns": 0,
+		// The guest went down under the command: taken as the power-off.
+		"the connection drops": packersdk.CmdDisconnect,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newFakeWindows()
+			ui := newTestUI()
+			p := basePlan(t)
+			g.exit[stepSysprep] = exit
+			require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
+			steps := g.steps()
+			assert.Equal(t, []string{"permissions", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
+			commands, _, _ := g.snapshot()
+			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
+			if exit == 0 {
+				assert.Contains(t, ui.out.String(), "Windows closes WinRM and powers itself off")
+			} else {
+				assert.Contains(t, ui.out.String(), "Windows is powering off")
+			}
+			assert.Empty(t, ui.err.String(), "a successful sysprep step prints no error")
+		})
+	}
 
-	script := stepScript(t, p, stepSysprep)
-	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/shutdown', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`')`)
+	script := stepScript(t, basePlan(t), stepSysprep)
+	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`') -Wait`)
 	// The script itself goes first (it holds the answer file), sysprep last.
 	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "WriteAllText"))
 	assert.Less(t, strings.Index(script, "WriteAllText"), strings.Index(script, "sysprep.exe"))
+}
+
+// sysprep must not power Windows off itself: that raced the closer, so the
+// image could keep WinRM's listeners and the build's firewall rules.
+func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
+	args := windowsSysprepArgs()
+	assert.Contains(t, args, "/quit")
+	assert.NotContains(t, args, "/shutdown")
+	assert.NotContains(t, args, "/reboot")
+	script := stepScript(t, basePlan(t), stepSysprep)
+	assert.NotContains(t, script, "/shutdown")
+
+	// The closer starts only once sysprep has generalized Windows and is
+	// created by the WMI service, outside the WinRM shell's job object.
+	sysprep := strings.Index(script, "sysprep.exe' -ArgumentList")
+	generalized := strings.Index(script, "$state -eq '"+windowsGeneralized+"'")
+	create := strings.Index(script, "Invoke-CimMethod -ClassName Win32_Process -MethodName Create")
+	require.True(t, sysprep > 0 && generalized > sysprep && create > generalized, "sysprep, its result checked, then the closer")
+	assert.Less(t, create, strings.Index(script, "exit 0"))
+	assert.NotContains(t, script, "Start-Process -FilePath 'powershell.exe'", "a process started from the WinRM command dies with its shell")
+	assert.Contains(t, script, "$started.ReturnValue -ne 0")
+
+	// The closer closes, then powers off in a finally: also when a
+	// closing command fails.
+	closer := windowsTransportCloser()
+	delay := strings.Index(closer, "Start-Sleep -Seconds")
+	try := strings.Index(closer, "\ntry {")
+	finally := strings.Index(closer, "} finally {")
+	off := strings.Index(closer, "& shutdown.exe /s /t 0 /f")
+	require.True(t, delay > 0 && try > delay && finally > try && off > finally, "delay, try, finally, power-off")
+	for _, closing := range []string{"Remove-NetFirewallRule", `WSMan:\localhost\Service\Auth\Basic`, `WSMan:\localhost\Service\AllowUnencrypted`, `WSMan:\localhost\Listener\*`} {
+		i := strings.Index(closer, closing)
+		assert.True(t, i > try && i < finally, "%s is closed inside the try, before the power-off", closing)
+	}
+	assert.Equal(t, 1, strings.Count(closer, "shutdown.exe"))
+	assert.NotContains(t, closer, "ImageState", "the closer no longer waits for sysprep: it runs after it")
 }
 
 func TestWindowsSysprepFailureFailsTheBuildWithExitCodeAndLogs(t *testing.T) {
@@ -115,9 +164,6 @@ func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
 	for _, want := range []string{`WSMan:\localhost\Service\Auth\Basic' -Value $false`, `WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, `WSMan:\localhost\Listener\*`} {
 		assert.Contains(t, closer, want)
 	}
-	// The closer waits for sysprep to have generalized Windows: the
-	// session must still report a failing sysprep.
-	assert.Less(t, strings.Index(closer, windowsGeneralized), strings.Index(closer, "WSMan:"))
 }
 
 func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
