@@ -95,6 +95,22 @@ type Config struct {
 	// How long to wait for Windows to come back after the Containers
 	// feature's reboot. Default 15m.
 	RestartTimeout time.Duration `mapstructure:"restart_timeout"`
+	// Windows: install the software updates Windows Update offers
+	// (cumulative and servicing stack updates, .NET Framework, Defender
+	// definitions; not drivers, not optional features, not hidden updates)
+	// as the bake's first step, restarting whenever they ask, in rounds
+	// until a round finds nothing left to install (at most 5 rounds). The
+	// guest needs to reach Windows Update (or its WSUS server). Default
+	// false: a lab's throwaway image builds in minutes instead of hours; a
+	// golden image should set it true. Refused for `guest_os_type = "linux"`
+	// and for a guest found to run Linux (update its packages with a shell
+	// provisioner).
+	WindowsUpdate bool `mapstructure:"windows_update"`
+	// Windows, with `windows_update`: the hard limit for the whole update
+	// phase (every round's search, download and install, and the restarts
+	// between rounds); the build fails when it runs out. At least 1m.
+	// Default 2h.
+	WindowsUpdateTimeout time.Duration `mapstructure:"windows_update_timeout"`
 
 	// Install the joiner and its first-boot service. Default true.
 	InstallJoiner *bool `mapstructure:"install_joiner"`
@@ -181,6 +197,15 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.RestartTimeout == 0 {
 		c.RestartTimeout = 15 * time.Minute
+	}
+	if c.WindowsUpdateTimeout == 0 {
+		c.WindowsUpdateTimeout = 2 * time.Hour
+	}
+	if c.WindowsUpdateTimeout < time.Minute {
+		add("windows_update_timeout: %s is less than a minute; give the whole update phase at least 1m (default 2h)", c.WindowsUpdateTimeout)
+	}
+	if c.WindowsUpdate && c.GuestOS == "linux" {
+		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
 	c.InstallJoiner = orTrue(c.InstallJoiner)

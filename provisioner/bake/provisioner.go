@@ -49,6 +49,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if guest == "windows" {
 		return p.provisionWindows(ctx, ui, comm)
 	}
+	if c.WindowsUpdate {
+		return fmt.Errorf("windows_update: the guest runs Linux, which Windows Update does not update; remove windows_update from this build (update a Linux guest's packages with a shell provisioner)")
+	}
 	return p.provisionLinux(ctx, ui, r)
 }
 

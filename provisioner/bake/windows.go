@@ -47,6 +47,10 @@ type WindowsPlan struct {
 	// RestartTimeout bounds the wait for Windows to come back after the
 	// Containers feature's restart. Default 15m.
 	RestartTimeout time.Duration
+	// WindowsUpdate runs the windows-update step first, in rounds, within
+	// WindowsUpdateTimeout for the whole phase (default 2h).
+	WindowsUpdate        bool
+	WindowsUpdateTimeout time.Duration
 	// Generalize ends the bake with the sysprep step: the build's doors
 	// closed, FirstBoot written for sysprep, sysprep run; Windows powers
 	// off. FirstBoot is autounattend.RenderWindowsFirstBoot's answer file.
@@ -75,8 +79,8 @@ const (
 	windowsJoinerConf     = windowsJoinerDir + `\` + joinerconfig.FileName
 	windowsKubeletFWRule  = "kubenode-kubelet"
 	windowsJoinerFileName = "kubenode-joiner.exe"
-	// windowsRestartMarker is the line the containers-feature step prints
-	// when Windows must restart before containerd can run.
+	// windowsRestartMarker is the line the containers-feature and
+	// windows-update steps print when Windows must restart to finish.
 	windowsRestartMarker = "kubenode-bake: restart required"
 )
 
@@ -108,6 +112,9 @@ func (p WindowsPlan) withDefaults() WindowsPlan {
 	}
 	if p.RestartTimeout == 0 {
 		p.RestartTimeout = 15 * time.Minute
+	}
+	if p.WindowsUpdateTimeout == 0 {
+		p.WindowsUpdateTimeout = 2 * time.Hour
 	}
 	f := &p.Files
 	k8s := p.Kubernetes.WindowsArtifacts()
@@ -188,6 +195,9 @@ func (p WindowsPlan) Validate() error {
 	}
 	if p.RestartTimeout < 0 {
 		add("restart_timeout: %s is negative", p.RestartTimeout)
+	}
+	if p.WindowsUpdateTimeout < 0 {
+		add("windows_update_timeout: %s is negative", p.WindowsUpdateTimeout)
 	}
 	if p.Generalize && len(p.FirstBoot) == 0 {
 		add("generalize: no first-boot answer file for sysprep in the Windows plan")

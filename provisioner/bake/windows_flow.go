@@ -53,8 +53,22 @@ var (
 )
 
 // windowsRestartCommand restarts in 5 s, so the command returns its exit
-// code before the connection drops.
-const windowsRestartCommand = `shutdown /r /t 5 /c "kubenode-bake: Containers feature"`
+// code before the connection drops; what (a constant) is the reason Windows
+// logs.
+func windowsRestartCommand(what string) string {
+	return `shutdown /r /t 5 /c "kubenode-bake: ` + what + `"`
+}
+
+// Restart reasons, in the UI and in the restart command.
+const (
+	restartForContainers = "the Containers feature"
+	restartForUpdates    = "Windows updates"
+)
+
+// windowsUpdateMaxRounds bounds the windows-update rounds: a round that
+// still installs or restarts after this many means an update that does not
+// stick.
+const windowsUpdateMaxRounds = 5
 
 // windowsBootCheck prints the boot time and whether component servicing
 // (the features' second phase) is still going on.
@@ -67,7 +81,8 @@ Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString(
 // staging directory, checks their sha256 on the guest, then runs each step's
 // script (uploaded, then run with powershell -File: a script does not fit
 // the 8191-character command line), restarting Windows after the Containers
-// feature when it asks for it. Every step reports in the UI; a failed step's
+// feature when it asks for it. windows-update runs in rounds (see
+// windowsUpdate). Every step reports in the UI; a failed step's
 // command, exit code and last output lines are shown and returned.
 func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan WindowsPlan, uploads []Upload) error {
 	steps, err := WindowsSteps(plan)
@@ -108,13 +123,21 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
 			return r.sysprep(ctx, s.Script)
 		}
+		if s.Name == stepWindowsUpdate {
+			installed, err := r.windowsUpdate(ctx, plan, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
+			changed += installed
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
 		if err != nil {
 			return err
 		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
-			if err := r.restart(ctx, plan.RestartTimeout); err != nil {
+			if err := r.restart(ctx, plan.RestartTimeout, restartForContainers); err != nil {
 				ui.Error(err.Error())
 				return err
 			}
@@ -160,21 +183,85 @@ func (r *remote) bootState(ctx context.Context) (boot string, servicing bool, er
 	return "", false, fmt.Errorf("the boot check exited with %d and printed no boot time: %s", code, strings.TrimSpace(out))
 }
 
-// restart restarts Windows and waits until it answers with a new boot time
-// and has finished configuring features, for at most timeout.
-func (r *remote) restart(ctx context.Context, timeout time.Duration) error {
+// windowsUpdate runs the windows-update step in rounds: each round
+// searches, downloads and installs; when it printed windowsRestartMarker,
+// Windows restarts; when it installed something, the next round searches
+// again (an update can bring the next). It ends with a round that finds
+// nothing and needs no restart, and fails after windowsUpdateMaxRounds
+// rounds or when windows_update_timeout runs out: the first round's script
+// stops itself within the whole timeout, later ones within what is left,
+// and a restart's wait ends with it too. It returns the updates installed.
+func (r *remote) windowsUpdate(ctx context.Context, plan WindowsPlan, name string, first []byte) (int, error) {
+	timeout := plan.WindowsUpdateTimeout
+	deadline := time.Now().Add(timeout)
+	phase, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	outOfTime := func(round int) error {
+		return fmt.Errorf("windows_update_timeout: Windows Update ran out of its %s after round %d, with updates still to install; "+
+			"raise windows_update_timeout, or set windows_update = false", timeout, round)
+	}
+	installed := 0
+	script := first
+	for round := 1; ; round++ {
+		if round > 1 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				err := outOfTime(round - 1)
+				r.ui.Error(err.Error())
+				return installed, err
+			}
+			script = windowsUpdateScript(plan.Staging, left)
+			r.ui.Say(fmt.Sprintf("kubenode-bake [%s] round %d, %s left of windows_update_timeout", stepWindowsUpdate, round, left.Round(time.Second)))
+		}
+		out, err := r.script(ctx, plan.Staging, name, script)
+		if err != nil {
+			return installed, err
+		}
+		n := strings.Count(out, "changed: installed ")
+		installed += n
+		restart := strings.Contains(out, windowsRestartMarker)
+		if n == 0 && !restart {
+			r.ui.Say(fmt.Sprintf("Windows Update round %d: nothing left to install; %d updates installed in all", round, installed))
+			return installed, nil
+		}
+		if round == windowsUpdateMaxRounds {
+			err := fmt.Errorf("windows_update: Windows Update still installed updates or asked for a restart in round %d of %d; "+
+				"an update that does not stick is named above (installed again each round); hide or fix it, or set windows_update = false", round, windowsUpdateMaxRounds)
+			r.ui.Error(err.Error())
+			return installed, err
+		}
+		if !restart {
+			r.ui.Say(fmt.Sprintf("Windows Update round %d: %d updates installed, searching again", round, n))
+			continue
+		}
+		r.ui.Say(fmt.Sprintf("Windows Update round %d: %d updates installed, restarting", round, n))
+		if err := r.restart(phase, plan.RestartTimeout, restartForUpdates); err != nil {
+			if ctx.Err() == nil && phase.Err() != nil {
+				err = outOfTime(round)
+			}
+			r.ui.Error(err.Error())
+			return installed, err
+		}
+	}
+}
+
+// restart restarts Windows for what (restartForContainers or
+// restartForUpdates) and waits until it answers with a new boot time and
+// has finished configuring features, for at most timeout.
+func (r *remote) restart(ctx context.Context, timeout time.Duration, what string) error {
 	before, _, err := r.bootState(ctx)
 	if err != nil {
 		return fmt.Errorf("restart: reading the boot time before restarting: %w", err)
 	}
-	r.ui.Say("kubenode-bake [restart]: Windows restarts to finish installing the Containers feature")
-	code, out, err := r.exec(ctx, windowsRestartCommand)
+	r.ui.Say("kubenode-bake [restart]: Windows restarts to finish installing " + what)
+	command := windowsRestartCommand(what)
+	code, out, err := r.exec(ctx, command)
 	if err != nil {
-		return fmt.Errorf("restart: `%s`: %w", windowsRestartCommand, err)
+		return fmt.Errorf("restart: `%s`: %w", command, err)
 	}
 	// 1115: a shutdown is in progress; 1190: one is scheduled already.
 	if code != 0 && code != 1115 && code != 1190 {
-		return &StepError{Step: "restart", Command: windowsRestartCommand, ExitCode: code, Tail: "  " + strings.TrimSpace(out)}
+		return &StepError{Step: "restart", Command: command, ExitCode: code, Tail: "  " + strings.TrimSpace(out)}
 	}
 	r.ui.Message(fmt.Sprintf("waiting up to %s (restart_timeout) for Windows to come back", timeout))
 	wait, cancel := context.WithTimeout(ctx, timeout)
@@ -204,8 +291,8 @@ func (r *remote) restart(ctx context.Context, timeout time.Duration) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("restart: Windows did not come back within restart_timeout (%s) after the Containers feature's restart; last check: %v. "+
-			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, last)
+		return fmt.Errorf("restart: Windows did not come back within restart_timeout (%s) after the restart for %s; last check: %v. "+
+			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, what, last)
 	}
 	r.ui.Say("kubenode-bake [restart]: Windows is back, booted at " + boot)
 	return nil
@@ -256,16 +343,18 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 	}
 	plan := WindowsPlan{
 		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
-		PauseImage:         c.PauseImage,
-		Proxy:              Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
-		CNI:                c.CNI,
-		DefenderExclusions: c.DefenderExclusions == nil || *c.DefenderExclusions,
-		HyperV:             c.HyperV,
-		InstallJoiner:      c.InstallJoiner == nil || *c.InstallJoiner,
-		NodeLabels:         c.NodeLabels,
-		KubeletExtraArgs:   c.KubeletExtraArgs,
-		RestartTimeout:     c.RestartTimeout,
-		Generalize:         c.Generalize == nil || *c.Generalize,
+		PauseImage:           c.PauseImage,
+		Proxy:                Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
+		CNI:                  c.CNI,
+		DefenderExclusions:   c.DefenderExclusions == nil || *c.DefenderExclusions,
+		HyperV:               c.HyperV,
+		InstallJoiner:        c.InstallJoiner == nil || *c.InstallJoiner,
+		NodeLabels:           c.NodeLabels,
+		KubeletExtraArgs:     c.KubeletExtraArgs,
+		RestartTimeout:       c.RestartTimeout,
+		WindowsUpdate:        c.WindowsUpdate,
+		WindowsUpdateTimeout: c.WindowsUpdateTimeout,
+		Generalize:           c.Generalize == nil || *c.Generalize,
 	}
 	if plan.Generalize {
 		var err error

@@ -43,7 +43,10 @@ type fakeWindows struct {
 	exit         map[string]int    // step -> exit code
 	output       map[string]string // step -> output
 	needsRestart bool
-	corrupt      string // upload path whose bytes arrive damaged
+	// updates is each windows-update round's output; after them a round
+	// finds nothing.
+	updates []string
+	corrupt string // upload path whose bytes arrive damaged
 
 	boot      int
 	lingering int // boot checks after the shutdown that still see the old boot
@@ -99,7 +102,7 @@ func (g *fakeWindows) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 
 func (g *fakeWindows) handle(command string) (string, int) {
 	switch {
-	case command == windowsRestartCommand:
+	case strings.HasPrefix(command, "shutdown /r /t 5 "):
 		g.log = append(g.log, "restart")
 		g.boot++
 		return "", 0
@@ -140,6 +143,18 @@ func (g *fakeWindows) handle(command string) (string, int) {
 		g.log = append(g.log, step)
 		if step == "verify-artifacts" {
 			return g.verify(string(script))
+		}
+		if step == stepWindowsUpdate {
+			round := 0
+			for _, e := range g.log {
+				if e == step {
+					round++
+				}
+			}
+			if round <= len(g.updates) {
+				return g.updates[round-1], g.exit[step]
+			}
+			return "ok: no update to install\r\nok: no restart needed\r\n", g.exit[step]
 		}
 		out := "changed: did " + step + "\r\n" + g.output[step]
 		if step == stepContainersFeature && g.needsRestart && g.boot == 0 {
@@ -371,7 +386,7 @@ func TestRunWindowsRestartTimeout(t *testing.T) {
 	err := RunWindows(context.Background(), ui, g, p, realUploads(t, p))
 	require.Error(t, err)
 	assert.Less(t, time.Since(began), 5*time.Second)
-	assert.Contains(t, err.Error(), "restart: Windows did not come back within restart_timeout (50ms) after the Containers feature's restart")
+	assert.Contains(t, err.Error(), "restart: Windows did not come back within restart_timeout (50ms) after the restart for the Containers feature")
 	assert.Contains(t, err.Error(), "last check: no answer yet: ")
 	assert.Contains(t, err.Error(), "longer restart_timeout")
 	assert.Contains(t, ui.err.String(), "did not come back")

@@ -30,8 +30,13 @@ const (
 )
 
 // WindowsSteps validates the plan and renders the Windows bake, in order.
-// The flow restarts Windows after the first step when it prints
-// windowsRestartMarker.
+// With WindowsUpdate, windows-update comes first, as in image-builder's
+// Windows playbook, whose first role (systemprep) installs updates, with
+// their restarts, before it adds the Containers feature: the servicing stack
+// and cumulative update are current before DISM adds the Containers
+// feature, and no update restart comes after containerd and the kubelet
+// are installed. The flow runs it in rounds and restarts Windows after it
+// and after the Containers feature when they print windowsRestartMarker.
 func WindowsSteps(p WindowsPlan) ([]Step, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -41,13 +46,17 @@ func WindowsSteps(p WindowsPlan) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	steps := []Step{
-		{stepContainersFeature, windowsContainersFeature(p)},
-		{stepRegistry, windowsRegistrySettings(p)},
-		{stepContainerd, windowsContainerd(p)},
-		{stepCNI, windowsCNI(p)},
-		{stepKubelet, kubelet},
+	var steps []Step
+	if p.WindowsUpdate {
+		steps = append(steps, Step{stepWindowsUpdate, windowsUpdateScript(p.Staging, p.WindowsUpdateTimeout)})
 	}
+	steps = append(steps,
+		Step{stepContainersFeature, windowsContainersFeature(p)},
+		Step{stepRegistry, windowsRegistrySettings(p)},
+		Step{stepContainerd, windowsContainerd(p)},
+		Step{stepCNI, windowsCNI(p)},
+		Step{stepKubelet, kubelet},
+	)
 	if p.DefenderExclusions {
 		steps = append(steps, Step{stepDefender, windowsDefender()})
 	}

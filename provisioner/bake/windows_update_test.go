@@ -1,11 +1,14 @@
 package bake
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
@@ -40,4 +43,161 @@ func TestWindowsUpdateScript(t *testing.T) {
 	for _, l := range strings.Split(worker, "\n") {
 		assert.False(t, strings.HasPrefix(l, "'@"), "a worker line would close the here-string: %q", l)
 	}
+}
+
+// windows-update comes first, before the Containers feature, and only
+// when asked for.
+func TestWindowsStepsWindowsUpdateFirst(t *testing.T) {
+	p := basePlan(t)
+	steps, err := WindowsSteps(p)
+	require.NoError(t, err)
+	assert.Equal(t, stepContainersFeature, steps[0].Name, "no windows-update unless windows_update")
+
+	p.WindowsUpdate, p.WindowsUpdateTimeout = true, 90*time.Minute
+	steps, err = WindowsSteps(p)
+	require.NoError(t, err)
+	assert.Equal(t, stepWindowsUpdate, steps[0].Name)
+	assert.Equal(t, stepContainersFeature, steps[1].Name)
+	assert.Equal(t, windowsUpdateScript(windowsStaging, 90*time.Minute), steps[0].Script)
+
+	p.WindowsUpdateTimeout = -time.Minute
+	_, err = WindowsSteps(p)
+	assert.ErrorContains(t, err, "windows_update_timeout: -1m0s is negative")
+}
+
+func TestPrepareWindowsUpdate(t *testing.T) {
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir()}))
+	assert.False(t, c.WindowsUpdate, "off unless asked for")
+	assert.Equal(t, 2*time.Hour, c.WindowsUpdateTimeout)
+
+	c = Config{}
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows",
+		"windows_update": true, "windows_update_timeout": "3h"}))
+	win, err := LookupWindows("")
+	require.NoError(t, err)
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.True(t, plan.WindowsUpdate)
+	assert.Equal(t, 3*time.Hour, plan.WindowsUpdateTimeout)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux",
+		"windows_update": true, "windows_update_timeout": "30s"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), "windows_update_timeout: 30s is less than a minute")
+}
+
+func updatePlan(t *testing.T) WindowsPlan {
+	p := basePlan(t)
+	p.WindowsUpdate, p.DefenderExclusions, p.InstallJoiner, p.Generalize = true, false, false, false
+	return p
+}
+
+// updateRound is a round's relayed log: n updates installed, and the
+// restart marker when restart.
+func updateRound(n int, restart bool) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "found: KB50%02d\r\n", i)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "changed: installed KB50%02d\r\n", i)
+	}
+	if restart {
+		b.WriteString(windowsRestartMarker + "\r\n")
+	} else {
+		b.WriteString("ok: no restart needed\r\n")
+	}
+	return b.String()
+}
+
+// Rounds until one finds nothing: a restart after each round that asks for
+// it, another search after one that installed without a restart.
+func TestRunWindowsUpdateRounds(t *testing.T) {
+	fastRestart(t)
+	g := newFakeWindows()
+	g.updates = []string{updateRound(3, true), updateRound(2, true), updateRound(1, false)}
+	g.lingering = 1
+	ui := newTestUI()
+	p := updatePlan(t)
+	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
+
+	assert.Equal(t, []string{"mkdir", "verify-artifacts",
+		"windows-update", "restart", "windows-update", "restart", "windows-update", "windows-update",
+		"containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, g.steps())
+	out := ui.out.String()
+	for _, want := range []string{
+		"Windows Update round 1: 3 updates installed, restarting",
+		"kubenode-bake [restart]: Windows restarts to finish installing Windows updates",
+		"Windows Update round 2: 2 updates installed, restarting",
+		"Windows Update round 3: 1 updates installed, searching again",
+		"Windows Update round 4: nothing left to install; 6 updates installed in all",
+		"changed: installed KB5002",
+		"kubenode-bake [windows-update] round 2",
+		"Windows baked, 13 changes", // 6 updates and 7 fake steps
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.Empty(t, ui.err.String())
+	commands, _, _ := g.snapshot()
+	assert.Contains(t, commands, `shutdown /r /t 5 /c "kubenode-bake: Windows updates"`)
+	// Later rounds stop themselves within what is left of the timeout.
+	last := string(g.files["C:/Windows/Temp/kubenode/01-windows-update.ps1"])
+	assert.Contains(t, last, "$deadline = (Get-Date).AddMinutes(120)")
+}
+
+func TestRunWindowsUpdateFailsAfterTheRoundsLimit(t *testing.T) {
+	fastRestart(t)
+	g := newFakeWindows()
+	for range windowsUpdateMaxRounds + 1 {
+		g.updates = append(g.updates, updateRound(1, true))
+	}
+	ui := newTestUI()
+	p := updatePlan(t)
+	err := RunWindows(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "windows_update: Windows Update still installed updates or asked for a restart in round 5 of 5")
+	assert.Contains(t, err.Error(), "set windows_update = false")
+	assert.Contains(t, ui.err.String(), "round 5 of 5")
+	steps := g.steps()
+	assert.Equal(t, windowsUpdateMaxRounds, strings.Count(strings.Join(steps, " "), "windows-update"))
+	assert.Equal(t, windowsUpdateMaxRounds-1, strings.Count(strings.Join(steps, " "), "restart"), "no restart after the last round")
+	assert.NotContains(t, steps, stepContainersFeature, "nothing is installed after a failed update phase")
+}
+
+// windows_update_timeout bounds the whole phase, also a restart whose
+// restart_timeout is longer.
+func TestRunWindowsUpdateTimeout(t *testing.T) {
+	fastRestart(t)
+	g := newFakeWindows()
+	g.updates = []string{updateRound(2, true)}
+	g.neverBack = true
+	ui := newTestUI()
+	p := updatePlan(t)
+	p.WindowsUpdateTimeout = 50 * time.Millisecond
+	began := time.Now()
+	err := RunWindows(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	assert.Less(t, time.Since(began), 5*time.Second, "not restart_timeout's 15m")
+	assert.Contains(t, err.Error(), "windows_update_timeout: Windows Update ran out of its 50ms after round 1")
+	assert.Contains(t, err.Error(), "raise windows_update_timeout, or set windows_update = false")
+	assert.Contains(t, ui.err.String(), "ran out of its 50ms")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update", "restart"}, g.steps())
+}
+
+// A round whose script fails (the task's own stop after the timeout, or an
+// update that failed) fails the build with the step's output.
+func TestRunWindowsUpdateRoundFails(t *testing.T) {
+	g := newFakeWindows()
+	g.updates = []string{"failed: KB5001 (result code 4, HRESULT -2145124329)\r\nWindows Update failed (the task exited with 1): see the lines above\r\n"}
+	g.exit[stepWindowsUpdate] = 1
+	p := updatePlan(t)
+	err := RunWindows(context.Background(), newTestUI(), g, p, realUploads(t, p))
+	var se *StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, stepWindowsUpdate, se.Step)
+	assert.Contains(t, se.Tail, "failed: KB5001")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update"}, g.steps())
 }
