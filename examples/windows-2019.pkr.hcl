@@ -64,6 +64,14 @@ variable "clone_admin_password" {
   sensitive   = true
 }
 
+variable "windows_update" {
+  type        = bool
+  description = "install Windows updates before baking (rounds with restarts, up to windows_update_timeout, default 2h)"
+  # true for a golden image. A lab's throwaway build can skip the hour or
+  # more updates take: packer build -var windows_update=false ...
+  default = true
+}
+
 variable "kubernetes_version" {
   type    = string
   default = "v1.33.13"
@@ -113,6 +121,7 @@ build {
   provisioner "kubenode-bake" {
     guest_os_type      = "windows"
     kubernetes_version = var.kubernetes_version
+    windows_update     = var.windows_update
     # generalize = true (the default): sysprep is the build's last act.
     clone_admin_password = var.clone_admin_password
     # containerd 1.7 (config version 2): the combination kubenode-bake's
