@@ -110,7 +110,8 @@ type Windows struct {
 	// communicator is ssh. Key: ssh_authorized_keys.
 	SSHAuthorizedKeys []string
 	// AutoLogonCount is how many automatic logons Setup performs (default 1:
-	// the first logon runs the bootstrap). Key: autologon_count.
+	// the first logon runs the bootstrap). The answer file corrects for
+	// Windows adding 1 to LogonCount. Key: autologon_count.
 	AutoLogonCount int
 	// FirstLogonCommands run at the first logon, in order, before the
 	// bootstrap opens the communicator. Key: first_logon_commands.

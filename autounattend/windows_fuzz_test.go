@@ -35,7 +35,7 @@ func FuzzRenderWindows(f *testing.F) {
 		if got := oobe.find("AutoLogon/Username").Text; got != wantUser {
 			t.Fatalf("username %q read back as %q", user, got)
 		}
-		if got := oobe.all("FirstLogonCommands/SynchronousCommand")[0].find("CommandLine").Text; got != cmd {
+		if got := oobe.all("FirstLogonCommands/SynchronousCommand")[1].find("CommandLine").Text; got != cmd {
 			t.Fatalf("command %q read back as %q", cmd, got)
 		}
 		spec := root.pass(t, passSpecialize).component(t, "Microsoft-Windows-Shell-Setup")

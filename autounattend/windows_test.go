@@ -240,6 +240,26 @@ func assertOrders(t *testing.T, items []*xnode) {
 	}
 }
 
+// assertComponents checks every component of an answer file carries the
+// attributes Setup matches components by, and returns the passes in order.
+func assertComponents(t *testing.T, root *xnode) []string {
+	t.Helper()
+	assert.Equal(t, "unattend", root.XMLName.Local)
+	assert.Equal(t, unattendNS, root.XMLName.Space)
+	var passes []string
+	for _, s := range root.all("settings") {
+		passes = append(passes, s.attr("pass"))
+		for _, c := range s.all("component") {
+			assert.Equal(t, "amd64", c.attr("processorArchitecture"), c.attr("name"))
+			assert.Equal(t, "31bf3856ad364e35", c.attr("publicKeyToken"), c.attr("name"))
+			assert.Equal(t, "neutral", c.attr("language"), c.attr("name"))
+			assert.Equal(t, "nonSxS", c.attr("versionScope"), c.attr("name"))
+			assert.NotEmpty(t, c.attr("name"))
+		}
+	}
+	return passes
+}
+
 func decodePassword(t *testing.T, v, suffix string) string {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(v)
@@ -280,21 +300,7 @@ func TestRenderWindowsStructure(t *testing.T) {
 			out, err := RenderWindows(w)
 			require.NoError(t, err)
 			root := parseXML(t, out)
-			assert.Equal(t, "unattend", root.XMLName.Local)
-			assert.Equal(t, unattendNS, root.XMLName.Space)
-
-			var passes []string
-			for _, s := range root.all("settings") {
-				passes = append(passes, s.attr("pass"))
-				for _, c := range s.all("component") {
-					assert.Equal(t, "amd64", c.attr("processorArchitecture"), c.attr("name"))
-					assert.Equal(t, "31bf3856ad364e35", c.attr("publicKeyToken"), c.attr("name"))
-					assert.Equal(t, "neutral", c.attr("language"), c.attr("name"))
-					assert.Equal(t, "nonSxS", c.attr("versionScope"), c.attr("name"))
-					assert.NotEmpty(t, c.attr("name"))
-				}
-			}
-			assert.Equal(t, []string{passWindowsPE, passOfflineServicing, passSpecialize, passOOBESystem}, passes)
+			assert.Equal(t, []string{passWindowsPE, passOfflineServicing, passSpecialize, passOOBESystem}, assertComponents(t, root))
 
 			wd := w.withDefaults()
 			pe := root.pass(t, passWindowsPE)
@@ -352,10 +358,12 @@ func TestRenderWindowsStructure(t *testing.T) {
 				assert.Equal(t, wd.Password, passwordValue(t, acct.find("Password"), "Password"))
 			}
 			cmds := oobe.all("FirstLogonCommands/SynchronousCommand")
-			require.Len(t, cmds, len(wd.FirstLogonCommands)+1)
+			require.Len(t, cmds, len(wd.FirstLogonCommands)+2)
 			assertOrders(t, cmds)
+			assert.Equal(t, AutoLogonCountResetCommand, cmds[0].text("CommandLine"), "the AutoLogonCount reset runs first")
+			assert.Equal(t, "1", oobe.text("AutoLogon/LogonCount"))
 			for i, c := range wd.FirstLogonCommands {
-				assert.Equal(t, c, cmds[i].text("CommandLine"))
+				assert.Equal(t, c, cmds[i+1].text("CommandLine"))
 			}
 			assert.Equal(t, bootstrapCommandLine(), cmds[len(cmds)-1].text("CommandLine"), "the bootstrap runs last")
 			assert.Equal(t, "false", root.pass(t, passOfflineServicing).component(t, "Microsoft-Windows-LUA-Settings").text("EnableLUA"))
@@ -363,6 +371,73 @@ func TestRenderWindowsStructure(t *testing.T) {
 			assert.Equal(t, wd.ComputerName, spec.component(t, "Microsoft-Windows-Shell-Setup").text("ComputerName"))
 			assert.Equal(t, "true", spec.component(t, "Microsoft-Windows-ServerManager-SvrMgrNc").text("DoNotOpenServerManagerAtLogon"))
 			assert.Equal(t, "true", spec.component(t, "Microsoft-Windows-Security-SPP-UX").text("SkipAutoActivation"))
+		})
+	}
+}
+
+// Windows adds 1 to LogonCount (Microsoft Learn, AutoLogon LogonCount
+// "known issue"): one automatic logon is LogonCount 1 and the registry's
+// AutoLogonCount set to 0 by the first first-logon command; N logons are
+// LogonCount N-1 without the reset.
+func TestRenderWindowsResetsAutoLogonCount(t *testing.T) {
+	for count, want := range map[int]struct {
+		logonCount string
+		reset      bool
+	}{0: {"1", true}, 1: {"1", true}, 2: {"1", false}, 3: {"2", false}} {
+		w := baseWindows()
+		w.AutoLogonCount = count
+		w.FirstLogonCommands = []string{"cmd /c one"}
+		out, err := RenderWindows(w)
+		require.NoError(t, err)
+		oobe := parseXML(t, out).pass(t, passOOBESystem).component(t, "Microsoft-Windows-Shell-Setup")
+		assert.Equal(t, want.logonCount, oobe.text("AutoLogon/LogonCount"), "autologon_count %d", count)
+		cmds := oobe.all("FirstLogonCommands/SynchronousCommand")
+		assertOrders(t, cmds)
+		if want.reset {
+			require.Len(t, cmds, 3)
+			assert.Equal(t, AutoLogonCountResetCommand, cmds[0].text("CommandLine"), "autologon_count %d", count)
+		} else {
+			require.Len(t, cmds, 2)
+			assert.NotContains(t, string(out), "AutoLogonCount", "autologon_count %d", count)
+		}
+		assert.Equal(t, "cmd /c one", cmds[len(cmds)-2].text("CommandLine"))
+	}
+	assert.Equal(t, `reg.exe ADD "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v AutoLogonCount /t REG_DWORD /d 0 /f`, AutoLogonCountResetCommand)
+}
+
+// The first-boot answer file gets the install answer file's structural
+// checks: well-formed, every component with the attributes Setup matches
+// by, the passes it needs, only the clone's password and never the build's.
+func TestRenderWindowsFirstBootStructure(t *testing.T) {
+	build := baseWindows().Password
+	for name, f := range map[string]WindowsFirstBoot{
+		"default": {Password: "Clone&Pass<1>"},
+		"custom": {Password: "ünïcødé ‘clone’ & <tags> 🔑", PasswordEncoding: PasswordPlainText, ComputerName: "node-7",
+			Commands: []string{`sc.exe config kubenode-joiner start= auto`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, f.Validate())
+			out, err := RenderWindowsFirstBoot(f)
+			require.NoError(t, err)
+			root := parseXML(t, out)
+			assert.Equal(t, []string{passSpecialize, passOOBESystem}, assertComponents(t, root))
+			spec := root.pass(t, passSpecialize)
+			shell := spec.component(t, "Microsoft-Windows-Shell-Setup")
+			assert.Equal(t, f.withDefaults().ComputerName, shell.text("ComputerName"))
+			assert.Equal(t, "true", spec.component(t, "Microsoft-Windows-ServerManager-SvrMgrNc").text("DoNotOpenServerManagerAtLogon"))
+			assertOrders(t, spec.component(t, "Microsoft-Windows-Deployment").all("RunSynchronous/RunSynchronousCommand"))
+
+			oobe := root.pass(t, passOOBESystem).component(t, "Microsoft-Windows-Shell-Setup")
+			assert.Equal(t, "true", oobe.text("OOBE/SkipMachineOOBE"))
+			assert.Equal(t, f.Password, passwordValue(t, oobe.find("UserAccounts/AdministratorPassword"), "AdministratorPassword"))
+			assert.Nil(t, oobe.find("UserAccounts/LocalAccounts"), "no account but Administrator")
+			assert.Nil(t, oobe.find("AutoLogon"), "a clone must not log on automatically")
+			assert.Len(t, root.all("settings/component/UserAccounts/AdministratorPassword"), 1, "the only password in the file")
+			var escaped bytes.Buffer
+			require.NoError(t, xml.EscapeText(&escaped, []byte(build)))
+			for _, form := range []string{build, escaped.String(), EncodeUnattendPassword(build, "AdministratorPassword"), EncodeUnattendPassword(build, "Password")} {
+				assert.NotContains(t, string(out), form, "the build password is not in the first-boot file")
+			}
 		})
 	}
 }

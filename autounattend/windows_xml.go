@@ -316,6 +316,14 @@ func oobeSkipped() *xOOBE {
 	}
 }
 
+// AutoLogonCountResetCommand is the first first-logon command of a build
+// with one automatic logon: Windows adds 1 to the answer file's LogonCount,
+// and setting the Winlogon AutoLogonCount value to 0 at the first logon is
+// Microsoft's workaround (Microsoft Learn, Microsoft-Windows-Shell-Setup |
+// AutoLogon | LogonCount, "LogonCount known issue"). Without it a restart
+// during the build logs the build account on again.
+const AutoLogonCountResetCommand = `reg.exe ADD "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v AutoLogonCount /t REG_DWORD /d 0 /f`
+
 // RTCIsUniversalCommand makes Windows keep its hardware clock (RTC) in UTC,
 // as Linux does, instead of local time. kubenode-libvirt gives every VM a
 // UTC RTC, so the guest's time is right whatever the hypervisor's time zone.
@@ -400,20 +408,30 @@ func RenderWindows(w Windows) ([]byte, error) {
 			Description: "kubenode build account", DisplayName: w.Username, Group: "Administrators", Name: w.Username,
 		}}}
 	}
+	// Windows adds 1 to a LogonCount above 0 (Microsoft Learn,
+	// Microsoft-Windows-Shell-Setup | AutoLogon | LogonCount, "LogonCount
+	// known issue"): N automatic logons are LogonCount N-1, and exactly one
+	// is LogonCount 1 with the first first-logon command setting the
+	// registry's AutoLogonCount to 0.
+	logonCount := w.AutoLogonCount - 1
+	type command struct{ line, desc string }
+	var cmds []command
+	if w.AutoLogonCount == 1 {
+		logonCount = 1
+		cmds = append(cmds, command{AutoLogonCountResetCommand, "Reset AutoLogonCount to 0: Windows adds 1 to LogonCount, this keeps it to one automatic logon"})
+	}
 	shellOOBE.AutoLogon = &xAutoLogon{
 		Password: password(w.PasswordEncoding, w.Password, suffixPassword),
-		Domain:   ".", Enabled: "true", LogonCount: w.AutoLogonCount, Username: w.Username,
+		Domain:   ".", Enabled: "true", LogonCount: logonCount, Username: w.Username,
 	}
+	for i, c := range w.FirstLogonCommands {
+		cmds = append(cmds, command{c, fmt.Sprintf("first_logon_commands[%d]", i)})
+	}
+	cmds = append(cmds, command{bootstrapCommandLine(), "Run " + WindowsBootstrapScript + " from the seed disc: open the " + w.Communicator + " communicator"})
 	shellOOBE.FirstLogonCommands = &xFirstLogonCommands{}
-	cmds := append([]string{}, w.FirstLogonCommands...)
-	cmds = append(cmds, bootstrapCommandLine())
 	for i, c := range cmds {
-		desc := fmt.Sprintf("first_logon_commands[%d]", i)
-		if i == len(cmds)-1 {
-			desc = "Run " + WindowsBootstrapScript + " from the seed disc: open the " + w.Communicator + " communicator"
-		}
 		shellOOBE.FirstLogonCommands.Items = append(shellOOBE.FirstLogonCommands.Items, xSynchronousCommand{
-			Action: "add", Order: i + 1, CommandLine: c, Description: desc,
+			Action: "add", Order: i + 1, CommandLine: c.line, Description: c.desc,
 		})
 	}
 
