@@ -36,8 +36,8 @@ func (s *stepShutdown) Run(ctx context.Context, state multistep.StateBag) multis
 			return halt(state, ui, fmt.Errorf("shutdown_command: %w", err))
 		}
 	} else if c.Windows != nil {
-		// kubenode-bake's generalize ends with sysprep /shutdown: the guest
-		// powers itself off, and an ACPI request could cut sysprep short.
+		// kubenode-bake's generalize ends with sysprep, then closes WinRM
+		// and powers the guest off: an ACPI request could cut that short.
 		ui.Say("Waiting for Windows to power itself off (sysprep; no shutdown_command)")
 	} else {
 		ui.Say("Asking the guest to power off (ACPI)")

@@ -114,7 +114,7 @@ func TestStepShutdownWaitsForWindowsToPowerItselfOff(t *testing.T) {
 	old := shutdownPoll
 	shutdownPoll = time.Millisecond
 	defer func() { shutdownPoll = old }()
-	m.shuttingDown, m.ShutoffAfter = true, 3 // sysprep /shutdown, started by the bake
+	m.shuttingDown, m.ShutoffAfter = true, 3 // sysprep, then the power-off, started by the bake
 	state := testState(t, c, m)
 	require.Equal(t, multistep.ActionContinue, (&stepShutdown{}).Run(context.Background(), state))
 	assert.NotContains(t, m.Calls, "ShutdownDomain "+c.VMName, "no ACPI request while sysprep runs")

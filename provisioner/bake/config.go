@@ -127,9 +127,10 @@ type Config struct {
 	// Make every VM from the image a new machine. Default true. Linux:
 	// remove machine-id, SSH host keys, cloud-init state and logs at the
 	// end. Windows: close the build's WinRM/SSH access, autologon and UAC
-	// changes, then run sysprep (`/generalize /oobe /shutdown /mode:vm`)
-	// with a first-boot answer file as the build's last act; sysprep powers
-	// the guest off, so the builder needs no `shutdown_command`.
+	// changes, then run sysprep (`/generalize /oobe /quit /mode:vm`) with a
+	// first-boot answer file as the build's last act; once it succeeds WinRM
+	// is closed and the guest powered off, so the builder needs no
+	// `shutdown_command`.
 	Generalize *bool `mapstructure:"generalize"`
 	// Windows, with `generalize`: the Administrator password of every VM
 	// made from the image (mark the variable `sensitive`). Empty: a random
