@@ -249,6 +249,8 @@ const windowsCloserDelay = 10
 func windowsTransportCloser() string {
 	s := powershell.New("kubenode-bake: after sysprep, close WinRM and the build's firewall rules, then power Windows off")
 	s.Line("Start-Sleep -Seconds %d", windowsCloserDelay)
+	s.Comment("Nobody reads this script's errors: try every closing command, whatever the one before did.")
+	s.Line("$ErrorActionPreference = 'Continue'")
 	s.Line("try {")
 	s.Line("    foreach ($rule in %s) {", powershell.Array(autounattend.WindowsFirewallRules))
 	s.Line("        Remove-NetFirewallRule -Name $rule -ErrorAction SilentlyContinue")

@@ -91,6 +91,8 @@ func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
 		i := strings.Index(closer, closing)
 		assert.True(t, i > try && i < finally, "%s is closed inside the try, before the power-off", closing)
 	}
+	assert.Less(t, strings.Index(closer, "$ErrorActionPreference = 'Continue'"), try, "one closing command that fails does not skip the others")
+	assert.Greater(t, strings.Index(closer, "$ErrorActionPreference = 'Continue'"), delay)
 	assert.Equal(t, 1, strings.Count(closer, "shutdown.exe"))
 	assert.NotContains(t, closer, "ImageState", "the closer no longer waits for sysprep: it runs after it")
 }

@@ -151,6 +151,8 @@ if ($sysprep.ExitCode -eq 0 -and $state -eq 'IMAGE_STATE_GENERALIZE_RESEAL_TO_OO
 $ErrorActionPreference = ''Stop''
 $ProgressPreference = ''SilentlyContinue''
 Start-Sleep -Seconds 10
+# Nobody reads this script''s errors: try every closing command, whatever the one before did.
+$ErrorActionPreference = ''Continue''
 try {
     foreach ($rule in @(
     ''kubenode-winrm-http''
