@@ -87,7 +87,8 @@ func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
 	finally := strings.Index(closer, "} finally {")
 	off := strings.Index(closer, "& shutdown.exe /s /t 0 /f")
 	require.True(t, delay > 0 && try > delay && finally > try && off > finally, "delay, try, finally, power-off")
-	for _, closing := range []string{"Remove-NetFirewallRule", `WSMan:\localhost\Service\Auth\Basic`, `WSMan:\localhost\Service\AllowUnencrypted`, `WSMan:\localhost\Listener\*`} {
+	for _, closing := range []string{"Remove-NetFirewallRule", `WSMan:\localhost\Service\Auth\Basic`, `WSMan:\localhost\Service\AllowUnencrypted`, `WSMan:\localhost\Listener\*`,
+		"if ($account.Value -notlike '*-500') {", "Disable-LocalUser -SID $account"} {
 		i := strings.Index(closer, closing)
 		assert.True(t, i > try && i < finally, "%s is closed inside the try, before the power-off", closing)
 	}

@@ -164,6 +164,12 @@ try {
     Set-Item -Path ''WSMan:\localhost\Service\Auth\Basic'' -Value $false -Force
     Set-Item -Path ''WSMan:\localhost\Service\AllowUnencrypted'' -Value $false -Force
     Remove-Item -Path ''WSMan:\localhost\Listener\*'' -Recurse -Force
+    # A build account other than the built-in Administrator (RID 500) still has the build password:
+    # disable it (this process runs as that account: WMI creates it with the caller''s identity).
+    $account = [System.Security.Principal.WindowsIdentity]::GetCurrent().User
+    if ($account.Value -notlike ''*-500'') {
+        Disable-LocalUser -SID $account
+    }
 } finally {
     & shutdown.exe /s /t 0 /f
 }
