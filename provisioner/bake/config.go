@@ -8,6 +8,7 @@
 package bake
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -132,6 +133,16 @@ type Config struct {
 	// is closed and the guest powered off, so the builder needs no
 	// `shutdown_command`.
 	Generalize *bool `mapstructure:"generalize"`
+	// Linux, with `generalize`: keep the build account (the communicator's
+	// user) usable in every VM made from the image, with its password, SSH
+	// keys and passwordless sudo. Default false: on each VM's first boot,
+	// before sshd and before the VM's own cloud-init seed run, the account's
+	// password is locked, its `authorized_keys` and sudo rights (kubenode's
+	// sudoers drop-in, cloud-init's rule, the sudo, wheel and admin groups)
+	// are removed, and SSH password authentication a seed turned on is
+	// turned off; the account itself stays (see docs/security.md). Refused
+	// for `guest_os_type = "windows"` and for a guest found to run Windows.
+	KeepBuildAccount bool `mapstructure:"keep_build_account"`
 	// Windows, with `generalize`: the Administrator password of every VM
 	// made from the image (mark the variable `sensitive`). Empty: a random
 	// password made for this build and shown to nobody, so the account
@@ -205,8 +216,30 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.WindowsUpdateTimeout < time.Minute {
 		add("windows_update_timeout: %s is less than a minute; give the whole update phase at least 1m (default 2h)", c.WindowsUpdateTimeout)
 	}
+	if c.KeepBuildAccount && c.GuestOS == "windows" {
+		add(`keep_build_account: Windows' generalize keeps the built-in Administrator (clone_admin_password) and disables any other build account; remove keep_build_account for guest_os_type = "windows"`)
+	}
 	if c.WindowsUpdate && c.GuestOS == "linux" {
 		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)
+	}
+	// Versions come from the table; an unknown one fails here, naming the
+	// known ones, rather than after the guest has booted.
+	for _, err := range []error{
+		lookupErr(LookupKubernetes(c.KubernetesVersion)),
+		lookupErr(LookupContainerd(c.ContainerdVersion)),
+		lookupErr(LookupCNIPlugins(c.CNIPluginsVersion)),
+	} {
+		if err != nil {
+			errs = packersdk.MultiErrorAppend(errs, err)
+		}
+	}
+	if c.GuestOS == "windows" {
+		if c.CNI == "bridge" {
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsCNIBridge))
+		}
+		if c.ContainerdSource == "package" {
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsContainerdPackage))
+		}
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
 	c.InstallJoiner = orTrue(c.InstallJoiner)
@@ -251,6 +284,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	return nil
 }
+
+func lookupErr[R any](_ R, err error) error { return err }
 
 func orTrue(b *bool) *bool {
 	if b == nil {

@@ -199,3 +199,56 @@ func TestPrepareChecksBridgeSubnet(t *testing.T) {
 		assert.Contains(t, err.Error(), want, subnet)
 	}
 }
+
+// `packer validate` refuses a version the table does not know, naming the
+// key and the known versions, for each of the three version keys at once.
+func TestPrepareRefusesUnknownVersions(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{
+		"download_cache_dir":  t.TempDir(),
+		"kubernetes_version":  "v1.20.0",
+		"containerd_version":  "0.1",
+		"cni_plugins_version": "v0.0.1",
+	})
+	require.Error(t, err)
+	for _, want := range []string{
+		`kubernetes_version: "v1.20.0" is not in kubenode-bake's version table (known: ` + kubernetesReleases[0].Version,
+		`containerd_version: "0.1" is not in kubenode-bake's version table (known: ` + containerdReleases[0].Version,
+		`cni_plugins_version: "v0.0.1" is not in kubenode-bake's version table (known: ` + cniPluginsReleases[0].Version,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	var ok Config
+	require.NoError(t, ok.Prepare(map[string]any{
+		"download_cache_dir":  t.TempDir(),
+		"kubernetes_version":  kubernetesReleases[0].Version,
+		"containerd_version":  containerdReleases[0].Version,
+		"cni_plugins_version": cniPluginsReleases[0].Version,
+	}), "every row of the table is accepted")
+}
+
+// What a Windows bake refuses is refused by `packer validate` when the
+// template says the guest runs Windows, not after the guest has booted.
+func TestPrepareRefusesWhatWindowsCannotDo(t *testing.T) {
+	for _, tc := range []struct {
+		key, value, want string
+	}{
+		{"cni", "bridge", `cni: "bridge" is not available on Windows`},
+		{"containerd_source", "package", `containerd_source: "package" is Linux-only`},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			var c Config
+			err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", tc.key: tc.value})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+
+			// The same value is fine for Linux, and for a guest whose OS is
+			// asked at build time (the Windows flow refuses it then).
+			for _, guest := range []string{"linux", ""} {
+				var c Config
+				require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, tc.key: tc.value}), "guest_os_type=%q", guest)
+			}
+		})
+	}
+}

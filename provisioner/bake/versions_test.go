@@ -234,3 +234,55 @@ func TestNoVersionLiteralsOutsideTheTable(t *testing.T) {
 	assert.GreaterOrEqual(t, len(hits), len(kubernetesReleases)+len(containerdReleases)+len(cniPluginsReleases))
 	assert.NotEmpty(t, versionLiterals(t, "x.go", []byte("package x\nvar _ = `containerd-"+containerdReleases[0].Version+"-windows`\nvar _ = \"registry.k8s.io/pause:3.99\"\n"), pats))
 }
+
+// The docs' list of supported versions is the table's: every row is named
+// in docs/bake.md's "Supported versions" section and every version named
+// there is a row. The README names the Kubernetes releases.
+func TestDocsNameEveryVersionInTheTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/bake.md")
+	require.NoError(t, err)
+	section := markdownSection(t, string(doc), "## Supported versions")
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+
+	var want []string
+	for _, r := range kubernetesReleases {
+		want = append(want, r.Version)
+		assert.True(t, strings.Contains(string(readme), "`"+r.Version+"`"), "README.md does not name kubernetes_version %s", r.Version)
+		if tag, ok := upstreamPauseTag(r.PauseImage); ok {
+			want = append(want, tag)
+		}
+	}
+	for _, r := range containerdReleases {
+		want = append(want, r.Version, r.RuncVersion)
+	}
+	for _, r := range cniPluginsReleases {
+		want = append(want, r.Version)
+	}
+	for _, r := range windowsReleases {
+		want = append(want, r.Version)
+		assert.Contains(t, section, fmt.Sprintf("build %d", r.Build))
+	}
+	for _, v := range want {
+		assert.True(t, strings.Contains(section, "`"+v+"`") || strings.Contains(section, ":"+v+"`"),
+			"docs/bake.md, Supported versions: %s from versions.go is not named", v)
+	}
+	// Versions the section names (in backquotes) are rows of the table.
+	for _, m := range regexp.MustCompile("`v?[0-9]+\\.[0-9]+\\.[0-9]+`").FindAllString(section, -1) {
+		v := strings.Trim(m, "`")
+		assert.Contains(t, want, v, "docs/bake.md, Supported versions: %s is not in versions.go", v)
+	}
+}
+
+// markdownSection returns the text under heading, up to the next heading
+// of the same level.
+func markdownSection(t *testing.T, doc, heading string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "\n"+heading+"\n")
+	require.True(t, ok, "no %q heading", heading)
+	level := heading[:strings.Index(heading, " ")+1]
+	if i := strings.Index(rest, "\n"+level); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}

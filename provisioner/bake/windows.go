@@ -96,6 +96,10 @@ const (
 const windowsCNIBridge = `cni: "bridge" is not available on Windows: Windows pod networks are HNS networks bound to the node's own adapter, ` +
 	`which the cluster's CNI (flannel or Calico for Windows) creates on the running node; use cni = "none" for Windows builds`
 
+// windowsContainerdPackage: Windows has no distribution package of
+// containerd; the bake installs the release tarball.
+const windowsContainerdPackage = `containerd_source: "package" is Linux-only; Windows installs containerd's release tarball (containerd_source = "tarball")`
+
 // withDefaults fills what the caller left out.
 func (p WindowsPlan) withDefaults() WindowsPlan {
 	if p.PauseImage == "" {

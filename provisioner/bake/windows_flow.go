@@ -339,7 +339,7 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 		return WindowsPlan{}, nil, err
 	}
 	if c.ContainerdSource == "package" {
-		return WindowsPlan{}, nil, errors.New(`containerd_source: "package" is Linux-only; Windows installs containerd's release tarball (containerd_source = "tarball")`)
+		return WindowsPlan{}, nil, errors.New(windowsContainerdPackage)
 	}
 	plan := WindowsPlan{
 		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
