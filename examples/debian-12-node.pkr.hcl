@@ -90,6 +90,9 @@ build {
     artifacts_dir     = var.kubernetes_dir
     artifacts         = { joiner = var.joiner }
     node_labels       = { "kubenode.io/image" = "debian-12-node" }
+    # The lab and `make e2e` log in to the booted node as the build
+    # account; other images let generalize lock it (docs/security.md).
+    keep_build_account = true
   }
 
   # zstd qcow2 in place, its sha256 and kubenode-manifest.json.

@@ -42,6 +42,7 @@ type FlatConfig struct {
 	NodeLabels           map[string]string `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
 	KubeletExtraArgs     map[string]string `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
 	Generalize           *bool             `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
+	KeepBuildAccount     *bool             `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
 	CloneAdminPassword   *string           `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
 }
 
@@ -89,6 +90,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"node_labels":                &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
 		"kubelet_extra_args":         &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
 		"generalize":                 &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
+		"keep_build_account":         &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
 		"clone_admin_password":       &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
 	}
 	return s

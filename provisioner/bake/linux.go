@@ -27,6 +27,9 @@ type LinuxPlan struct {
 	// JoinerConfig is the joiner's baked configuration (YAML); empty: no joiner.
 	JoinerConfig []byte
 	Generalize   bool
+	// LockAccount is the build account generalize locks on the first boot
+	// of every VM made from the image; empty: the account is kept as built.
+	LockAccount string
 	// Staging is the guest directory artifacts were uploaded to.
 	Staging string
 }
@@ -410,10 +413,79 @@ ExecStart=/usr/bin/ssh-keygen -A
 [Install]
 WantedBy=multi-user.target
 `, "systemctl daemon-reload; systemctl enable -q kubenode-ssh-hostkeys.service")
+	linuxLockAccount(s, p.LockAccount)
 	s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")
 	s.line("if command -v apt-get >/dev/null; then apt-get clean; fi")
 	s.line("find /var/log -type f \\( -name '*.gz' -o -name '*.[0-9]' \\) -delete")
 	s.line("find /var/log -type f -exec truncate -s 0 {} +")
 	s.line("echo 'ok: logs truncated'")
 	return s.bytes()
+}
+
+// Where generalize leaves the build account's lock.
+const (
+	linuxLockUnit   = "kubenode-lock-build-account.service"
+	linuxLockScript = "/usr/local/sbin/kubenode-lock-build-account"
+)
+
+// linuxLockAccount has the build account locked on the first boot of every
+// VM made from the image, not now: the rest of the build (a later
+// provisioner, the builder's `sudo shutdown`) still runs as that account.
+// With no account to lock it removes what an earlier bake left.
+func linuxLockAccount(s *sh, account string) {
+	unitPath := "/etc/systemd/system/" + linuxLockUnit
+	if account == "" {
+		s.line("if [ -e %s ] || [ -e %s ]; then systemctl disable -q %s 2>/dev/null || true; rm -f %s %s; systemctl daemon-reload; echo 'changed: the build account is kept (keep_build_account)'; else echo 'ok: the build account is kept (keep_build_account)'; fi",
+			unitPath, linuxLockScript, linuxLockUnit, unitPath, linuxLockScript)
+		return
+	}
+	s.file(linuxLockScript, "0700", LinuxLockScript(account), "")
+	s.file(unitPath, "0644", linuxLockUnitFile, "systemctl daemon-reload")
+	s.line("if systemctl is-enabled -q %s; then echo 'ok: %s enabled'; else systemctl enable -q %s; echo 'changed: %s enabled: %s is locked on the first boot of every VM from this image'; fi",
+		linuxLockUnit, linuxLockUnit, linuxLockUnit, linuxLockUnit, account)
+}
+
+// linuxLockUnitFile runs the lock before anyone can log in and before a
+// VM's own cloud-init seed runs (its users module may give the same name
+// new keys and sudo rights, which the lock must not take away again).
+const linuxLockUnitFile = `[Unit]
+Description=Lock the account kubenode built this image with
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target cloud-init-local.service cloud-init.service ssh.service sshd.service systemd-user-sessions.service getty.target
+Conflicts=shutdown.target
+ConditionPathExists=` + linuxLockScript + `
+
+[Service]
+Type=oneshot
+ExecStart=` + linuxLockScript + `
+
+[Install]
+WantedBy=sysinit.target
+`
+
+// LinuxLockScript locks account so that neither the build password nor the
+// build's SSH keys open it: password locked (usermod -L), authorized_keys
+// removed, sudo rights the seed gave it removed (kubenode's sudoers
+// drop-in, cloud-init's rule, the sudo, wheel and admin groups), and SSH
+// password authentication a seed turned on turned off again. The account
+// itself, its UID and files stay; root can unlock it (usermod -U). Every
+// command is tried; the unit then disables itself.
+func LinuxLockScript(account string) string {
+	s := &sh{}
+	s.line("#!/bin/sh")
+	s.line("# kubenode-bake: lock the build account on this VM's first boot. Generated; do not edit.")
+	s.line("set -u")
+	s.line("user=%s", q(account))
+	s.line(`usermod -L "$user" && echo "kubenode: $user: password locked"`)
+	s.line(`home=$(getent passwd "$user" | cut -d: -f6)`)
+	s.line(`if [ -n "$home" ]; then rm -f "$home/.ssh/authorized_keys" "$home/.ssh/authorized_keys2"; echo "kubenode: $user: authorized_keys removed"; fi`)
+	s.line(`rm -f "/etc/sudoers.d/90-kubenode-$user"`)
+	s.line(`if [ -f /etc/sudoers.d/90-cloud-init-users ]; then sed -i "/^$user[[:space:]]/d" /etc/sudoers.d/90-cloud-init-users; fi`)
+	s.line(`for g in sudo wheel admin; do case " $(id -nG "$user" 2>/dev/null) " in *" $g "*) gpasswd -d "$user" "$g" >/dev/null;; esac; done`)
+	s.line(`echo "kubenode: $user: sudo rights removed"`)
+	s.line(`for f in /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf; do if [ -f "$f" ]; then sed -i -E 's/^[[:space:]]*PasswordAuthentication[[:space:]]+yes[[:space:]]*$/PasswordAuthentication no/' "$f"; fi; done`)
+	s.line(`echo "kubenode: SSH password authentication off where it was turned on"`)
+	s.line("systemctl disable -q %s", linuxLockUnit)
+	return s.b.String()
 }

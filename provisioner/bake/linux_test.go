@@ -182,3 +182,95 @@ ID=debian
 	require.NoError(t, err, string(out))
 	assert.Equal(t, baked.GuestOS{ID: "rocky", Version: "9.5"}, parseOSRelease(string(out)))
 }
+
+// generalize leaves the build account's lock for the first boot of every
+// VM from the image; with the account kept it leaves none and removes an
+// earlier bake's.
+func TestGeneralizeLocksOrKeepsTheBuildAccount(t *testing.T) {
+	p := testPlan()
+	p.LockAccount = "kubenode"
+	locked := string(linuxGeneralize(p))
+	assert.Contains(t, locked, "put '"+linuxLockScript+"' 0700 ")
+	assert.Contains(t, locked, "put '/etc/systemd/system/"+linuxLockUnit+"' 0644 ")
+	assert.Contains(t, locked, "systemctl enable -q "+linuxLockUnit)
+	assert.Contains(t, locked, "user='kubenode'\n")
+	assert.Contains(t, locked, "WantedBy=sysinit.target\n")
+	assert.Contains(t, locked, "Before=sysinit.target cloud-init-local.service cloud-init.service ssh.service sshd.service", "locked before anyone logs in and before the VM's own seed")
+
+	p.LockAccount = ""
+	kept := string(linuxGeneralize(p))
+	assert.NotContains(t, kept, "put '"+linuxLockScript+"'")
+	assert.NotContains(t, kept, "systemctl enable -q "+linuxLockUnit)
+	assert.Contains(t, kept, "rm -f /etc/systemd/system/"+linuxLockUnit+" "+linuxLockScript)
+
+	// Only generalize locks.
+	p.LockAccount, p.Generalize = "kubenode", false
+	for _, s := range LinuxSteps(p) {
+		assert.NotContains(t, string(s.Script), linuxLockUnit, s.Name)
+	}
+}
+
+// The lock script, run against a copy of /etc and a home directory with
+// usermod, gpasswd and systemctl recorded: the build password and keys
+// open nothing afterwards, other accounts' rules stay.
+func TestLinuxLockScript(t *testing.T) {
+	dir := t.TempDir()
+	etc, home, bin := filepath.Join(dir, "etc"), filepath.Join(dir, "home", "kube'node"), filepath.Join(dir, "bin")
+	calls := filepath.Join(dir, "calls")
+	for _, d := range []string{etc + "/sudoers.d", etc + "/ssh/sshd_config.d", home + "/.ssh", bin} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	files := map[string]string{
+		etc + "/sudoers.d/90-kubenode-kube'node":      "kube'node ALL=(ALL) NOPASSWD:ALL\n",
+		etc + "/sudoers.d/90-kubenode-other":          "other ALL=(ALL) NOPASSWD:ALL\n",
+		etc + "/sudoers.d/90-cloud-init-users":        "# User rules for kube'node\nkube'node ALL=(ALL) NOPASSWD:ALL\n# User rules for debian\ndebian ALL=(ALL) NOPASSWD:ALL\n",
+		etc + "/ssh/sshd_config":                      "Include /etc/ssh/sshd_config.d/*.conf\n#PasswordAuthentication yes\nKbdInteractiveAuthentication no\n",
+		etc + "/ssh/sshd_config.d/50-cloud-init.conf": "PasswordAuthentication yes\n",
+		home + "/.ssh/authorized_keys":                "ssh-ed25519 AAAA build\n",
+		home + "/.ssh/authorized_keys2":               "ssh-ed25519 AAAA build\n",
+		home + "/.profile":                            "# stays\n",
+	}
+	for f, content := range files {
+		require.NoError(t, os.WriteFile(f, []byte(content), 0o644))
+	}
+	stubs := map[string]string{
+		"usermod":   `echo "usermod $*" >> ` + q(calls),
+		"gpasswd":   `echo "gpasswd $*" >> ` + q(calls),
+		"systemctl": `echo "systemctl $*" >> ` + q(calls),
+		"getent":    `[ "$1 $2" = "passwd kube'node" ] && echo "kube'node:x:1000:1000::` + home + `:/bin/bash"`,
+		"id":        `[ "$1 $2" = "-nG kube'node" ] && echo "kube'node adm sudo users"`,
+	}
+	for name, body := range stubs {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	}
+	script := strings.ReplaceAll(LinuxLockScript("kube'node"), "/etc/", etc+"/")
+	require.NotContains(t, script, " /etc/", "every path was redirected")
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	recorded, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	assert.Equal(t, "usermod -L kube'node\ngpasswd -d kube'node sudo\nsystemctl disable -q "+linuxLockUnit+"\n", string(recorded))
+	assert.NoFileExists(t, home+"/.ssh/authorized_keys")
+	assert.NoFileExists(t, home+"/.ssh/authorized_keys2")
+	assert.FileExists(t, home+"/.profile")
+	assert.NoFileExists(t, etc+"/sudoers.d/90-kubenode-kube'node")
+	assert.FileExists(t, etc+"/sudoers.d/90-kubenode-other", "another account's rule stays")
+	read := func(f string) string { data, err := os.ReadFile(f); require.NoError(t, err); return string(data) }
+	assert.Equal(t, "# User rules for kube'node\n# User rules for debian\ndebian ALL=(ALL) NOPASSWD:ALL\n", read(etc+"/sudoers.d/90-cloud-init-users"))
+	assert.Equal(t, "PasswordAuthentication no\n", read(etc+"/ssh/sshd_config.d/50-cloud-init.conf"))
+	assert.Equal(t, files[etc+"/ssh/sshd_config"], read(etc+"/ssh/sshd_config"), "a comment is not a setting")
+}
+
+// keep_build_account is Linux's: a Windows build refuses it by name.
+func TestKeepBuildAccountIsLinuxOnly(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", "keep_build_account": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "keep_build_account: ")
+	var linux Config
+	require.NoError(t, linux.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "keep_build_account": true}))
+	assert.True(t, linux.KeepBuildAccount)
+}

@@ -47,6 +47,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
 	}
 	if guest == "windows" {
+		if c.KeepBuildAccount {
+			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
+		}
 		return p.provisionWindows(ctx, ui, comm)
 	}
 	if c.WindowsUpdate {
@@ -78,6 +81,17 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 		if code, _, err := r.exec(ctx, "sudo -n true"); err != nil || code != 0 {
 			return errors.New("the communicator's user is not root and cannot sudo without a password: kubenode-bake needs one of both")
 		}
+	}
+	if plan.Generalize && !c.KeepBuildAccount {
+		// The communicator's user is the build account (sudo runs the
+		// scripts as root, so they cannot ask themselves).
+		code, name, err := r.exec(ctx, "id -un")
+		name = strings.TrimSpace(name)
+		if err != nil || code != 0 || name == "" {
+			return fmt.Errorf("asking the guest for the build account's name (`id -un`): exit %d, %v: %s", code, err, name)
+		}
+		plan.LockAccount = name
+		ui.Say(fmt.Sprintf("kubenode-bake: generalize locks the build account %s on the first boot of every VM from this image (keep_build_account = true keeps it)", name))
 	}
 	// Owned by the communicator's user, who uploads into it; private.
 	if _, err := r.run(ctx, "staging", r.sudo+"install -d -m 0700 -o "+q(uid)+" "+q(linuxStaging)); err != nil {

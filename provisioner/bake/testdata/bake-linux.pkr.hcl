@@ -43,6 +43,8 @@ build {
     artifacts          = { joiner = var.joiner }
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
+    # The checks after the reboot log in as the build account.
+    keep_build_account = true
   }
 
   # Idempotence: the same bake again must report no changes.
@@ -54,6 +56,8 @@ build {
     artifacts          = { joiner = var.joiner }
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
+    # The checks after the reboot log in as the build account.
+    keep_build_account = true
   }
 
   provisioner "shell" {
