@@ -162,7 +162,7 @@ build {
     artifacts            = { joiner = var.joiner_windows }
     node_labels          = { "kubenode.io/image" = source.name }
     # The Containers feature needs a restart; a Desktop Experience guest
-    # takes a while to come back.
+    # takes a while to boot again.
     restart_timeout = "30m"
   }
 
