@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -108,6 +109,13 @@ type Linux struct {
 	// install (cloud-init: runs them at first boot and carries on).
 	// Key: late_commands.
 	LateCommands []string
+	// HTTPProxy is the HTTP proxy the installer's package downloads go
+	// through, "http://[user:password@]host:port/" (autoinstall: proxy;
+	// preseed: mirror/http/proxy; cloud-init: apt's proxy, Debian-family
+	// images only). Not for kickstart, which installs from the DVD. It
+	// covers the OS install only: kubenode-bake's http_proxy covers the
+	// bake and containerd. Key: http_proxy.
+	HTTPProxy string
 	// InstanceID is the NoCloud instance-id (default "iid-" + hostname);
 	// changing it makes cloud-init run its per-instance modules again.
 	// Key: instance_id.
@@ -228,6 +236,7 @@ func (l Linux) Validate() error {
 			p.add(field, "starts with '%%', which kickstart reads as a section keyword; wrap it, e.g. sh -c '...'")
 		}
 	}
+	checkLinuxProxy(p, l)
 	// The default instance-id is made from the host name: its problem is
 	// the host name's.
 	if (instanceIDSet || hostnameOK) && !linuxInstanceIDRE.MatchString(l.InstanceID) {
@@ -436,4 +445,24 @@ func (l Linux) shortHostname() string {
 // the d-i late_command line free of any escape but the user's own.
 func posixShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// checkLinuxProxy accepts an http or https URL with a host, on the flavors
+// whose installer downloads packages.
+func checkLinuxProxy(p *problems, l Linux) {
+	if l.HTTPProxy == "" {
+		return
+	}
+	if l.Flavor == FlavorKickstart {
+		p.add("http_proxy", "is not used by the %q flavor (Anaconda installs from the DVD); remove it", FlavorKickstart)
+		return
+	}
+	if why := linuxCheckText(l.HTTPProxy); why != "" {
+		p.add("http_proxy", "%s", why)
+		return
+	}
+	u, err := url.Parse(l.HTTPProxy)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(l.HTTPProxy, " \t\"'") {
+		p.add("http_proxy", "%q is not allowed; use a URL such as \"http://proxy.example.com:3128/\"", l.HTTPProxy)
+	}
 }

@@ -92,6 +92,7 @@ type autoinstall struct {
 	Storage      autoinstallStorage  `yaml:"storage"`
 	Packages     []yamlStr           `yaml:"packages"`
 	LateCommands []yamlStr           `yaml:"late-commands"`
+	Proxy        yamlStr             `yaml:"proxy,omitempty"`
 }
 
 type keyboardLayout struct {
@@ -140,6 +141,7 @@ func curtinInTarget(cmd string) string {
 func renderAutoinstall(l Linux, hash string) ([]File, error) {
 	a := autoinstall{
 		Version:  1,
+		Proxy:    yamlStr(l.HTTPProxy),
 		Locale:   yamlStr(l.Locale),
 		Keyboard: keyboardLayout{Layout: yamlStr(l.Keyboard)},
 		Timezone: yamlStr(l.Timezone),
@@ -201,6 +203,13 @@ type cloudConfig struct {
 	Timezone       yamlStr         `yaml:"timezone,omitempty"`
 	Locale         yamlStr         `yaml:"locale,omitempty"`
 	Keyboard       *keyboardLayout `yaml:"keyboard,omitempty"`
+	Apt            *cloudApt       `yaml:"apt,omitempty"`
+}
+
+// cloudApt is cloud-init's apt configuration; proxy is the HTTP proxy
+// apt's downloads go through.
+type cloudApt struct {
+	Proxy yamlStr `yaml:"proxy"`
 }
 
 // cloudUser is one entry of users. Listing users replaces the image's
@@ -238,6 +247,9 @@ func renderCloudInit(l Linux, hash string) ([]File, error) {
 	}
 	if l.Keyboard != "" {
 		c.Keyboard = &keyboardLayout{Layout: yamlStr(l.Keyboard)}
+	}
+	if l.HTTPProxy != "" {
+		c.Apt = &cloudApt{Proxy: yamlStr(l.HTTPProxy)}
 	}
 	return noCloudFiles(l, c)
 }

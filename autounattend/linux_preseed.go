@@ -82,7 +82,7 @@ func renderPreseed(l Linux, hash string) []byte {
 	di("mirror/country", "string", "manual")
 	di("mirror/http/hostname", "string", "deb.debian.org")
 	di("mirror/http/directory", "string", "/debian")
-	di("mirror/http/proxy", "string", "")
+	di("mirror/http/proxy", "string", l.HTTPProxy)
 
 	section("Account")
 	di("passwd/root-login", "boolean", "false")

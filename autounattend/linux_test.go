@@ -766,3 +766,50 @@ func TestKSQuote(t *testing.T) {
 		assert.Equal(t, []string{s}, shlexSplit(t, ksQuote(s)), "%q quoted as %s", s, ksQuote(s))
 	}
 }
+
+// The installer's package downloads go through http_proxy on every flavor
+// that downloads; kickstart installs from the DVD and refuses it.
+func TestLinuxInstallerProxy(t *testing.T) {
+	const proxy = "http://user:p%40ss@proxy.example.com:3128/"
+	base := Linux{Username: "kubenode", SSHAuthorizedKeys: []string{linuxTestKeyEd25519}, HTTPProxy: proxy}
+
+	l := base
+	l.Flavor = FlavorUbuntuAutoinstall
+	files, err := RenderLinux(l)
+	require.NoError(t, err)
+	a := linuxYAML(t, linuxFile(t, files, LinuxUserDataFile))["autoinstall"].(map[string]any)
+	assert.Equal(t, proxy, a["proxy"])
+
+	l = base
+	l.Flavor = FlavorCloudInit
+	files, err = RenderLinux(l)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"proxy": proxy}, linuxYAML(t, linuxFile(t, files, LinuxUserDataFile))["apt"])
+
+	l = base
+	l.Flavor = FlavorPreseed
+	files, err = RenderLinux(l)
+	require.NoError(t, err)
+	assert.Contains(t, string(linuxFile(t, files, LinuxPreseedFile)), "d-i mirror/http/proxy string "+proxy+"\n")
+
+	l = base
+	l.Flavor = FlavorKickstart
+	_, err = RenderLinux(l)
+	assert.ErrorContains(t, err, `http_proxy: is not used by the "kickstart" flavor`)
+
+	for _, bad := range []string{"proxy.example.com:3128", "ftp://proxy.example.com/", "http://", "http://proxy.example.com/\nx", "http://a b/"} {
+		l = base
+		l.Flavor = FlavorPreseed
+		l.HTTPProxy = bad
+		_, err = RenderLinux(l)
+		assert.ErrorContains(t, err, "http_proxy: ", bad)
+	}
+
+	// Without a proxy nothing changes: no key, preseed's empty answer.
+	l = base
+	l.HTTPProxy = ""
+	l.Flavor = FlavorCloudInit
+	files, err = RenderLinux(l)
+	require.NoError(t, err)
+	assert.NotContains(t, linuxYAML(t, linuxFile(t, files, LinuxUserDataFile)), "apt")
+}

@@ -234,6 +234,12 @@ type LinuxSeedConfig struct {
 	// installed system; one that fails fails the install. With `cloud-init`
 	// they run at first boot, and one that fails does not stop the rest.
 	LateCommands []string `mapstructure:"late_commands"`
+	// HTTP proxy for the installer's package downloads,
+	// `http://[user:password@]host:port/` (autoinstall's `proxy`, preseed's
+	// `mirror/http/proxy`, cloud-init's apt proxy). Not for `kickstart`,
+	// which installs from the DVD. The OS install only: kubenode-bake's
+	// `http_proxy` covers the bake and containerd.
+	HTTPProxy string `mapstructure:"http_proxy"`
 	// NoCloud instance-id. Default: a new one for every build, so that
 	// cloud-init in an image made by an earlier build runs again (and
 	// installs this build's key) instead of taking the boot for a reboot.
@@ -514,7 +520,7 @@ func (c *Config) linuxSeed() autounattend.Linux {
 		Flavor: l.Flavor, Hostname: l.Hostname, Username: user, Password: pass, PasswordHash: l.PasswordHash,
 		SSHAuthorizedKeys: c.sshPublicKeys(l.SSHAuthorizedKeys), Packages: l.Packages, Disk: l.Disk,
 		StorageLayout: l.StorageLayout, Locale: l.Locale, Keyboard: l.Keyboard, Timezone: l.Timezone,
-		LateCommands: l.LateCommands, InstanceID: c.instanceID,
+		LateCommands: l.LateCommands, InstanceID: c.instanceID, HTTPProxy: l.HTTPProxy,
 	}
 }
 

@@ -254,6 +254,7 @@ type FlatLinuxSeedConfig struct {
 	Keyboard          *string  `mapstructure:"keyboard" cty:"keyboard" hcl:"keyboard"`
 	Timezone          *string  `mapstructure:"timezone" cty:"timezone" hcl:"timezone"`
 	LateCommands      []string `mapstructure:"late_commands" cty:"late_commands" hcl:"late_commands"`
+	HTTPProxy         *string  `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
 	InstanceID        *string  `mapstructure:"instance_id" cty:"instance_id" hcl:"instance_id"`
 }
 
@@ -282,6 +283,7 @@ func (*FlatLinuxSeedConfig) HCL2Spec() map[string]hcldec.Spec {
 		"keyboard":            &hcldec.AttrSpec{Name: "keyboard", Type: cty.String, Required: false},
 		"timezone":            &hcldec.AttrSpec{Name: "timezone", Type: cty.String, Required: false},
 		"late_commands":       &hcldec.AttrSpec{Name: "late_commands", Type: cty.List(cty.String), Required: false},
+		"http_proxy":          &hcldec.AttrSpec{Name: "http_proxy", Type: cty.String, Required: false},
 		"instance_id":         &hcldec.AttrSpec{Name: "instance_id", Type: cty.String, Required: false},
 	}
 	return s

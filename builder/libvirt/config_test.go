@@ -204,3 +204,16 @@ func TestPrepareWindowsNeedsVirtioDriversForVirtioHardware(t *testing.T) {
 	_, err := (&Config{}).Prepare(linuxRaw())
 	assert.NoError(t, err)
 }
+
+func TestPrepareLinuxInstallerProxyReachesTheSeed(t *testing.T) {
+	raw := linuxRaw()
+	raw["linux"] = map[string]interface{}{"flavor": "cloud-init", "http_proxy": "http://proxy.example.com:3128/"}
+	var c Config
+	_, err := c.Prepare(raw)
+	require.NoError(t, err)
+	assert.Equal(t, "http://proxy.example.com:3128/", c.linuxSeed().HTTPProxy)
+
+	raw["linux"] = map[string]interface{}{"flavor": "cloud-init", "http_proxy": "proxy.example.com:3128"}
+	_, err = (&Config{}).Prepare(raw)
+	assert.ErrorContains(t, err, "http_proxy: ")
+}
