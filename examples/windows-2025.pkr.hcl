@@ -8,13 +8,29 @@
 # dl.k8s.io, the joiner and its first-boot service) and exported by
 # kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
 #
-#   make joiner                               # dist/kubenode-joiner.exe
-#   packer init examples/windows-2025.pkr.hcl
-#   packer build \
+# The plugin is not released, so `packer init` cannot fetch it: build it
+# and install it under the source name required_plugins asks for.
+#
+#   make build joiner                         # plugin, dist/kubenode-joiner.exe
+#   export PACKER_PLUGIN_PATH=$HOME/.cache/kubenode/packer-plugins
+#   packer plugins install --path ./packer-plugin-kubenode github.com/kubenode/kubenode
+#   sudo env PACKER_PLUGIN_PATH="$PACKER_PLUGIN_PATH" "$(command -v packer)" build \
+#     -var password='<build password>' \
+#     -var clone_admin_password='<Administrator password of the VMs>' \
 #     -var iso_url=/srv/iso/windows-server-2025-eval.iso \
 #     -var iso_checksum=sha256:<the ISO's sha256> \
 #     -var virtio_win_iso=/srv/iso/virtio-win.iso \
 #     examples/windows-2025.pkr.hcl
+#   sudo chown -R "$(id -un):$(id -gn)" output-windows-2025-core
+#
+# packer build runs as root because the builder itself copies the VM's
+# EFI variables and TPM state (under /var/lib/libvirt/qemu/nvram and
+# /var/lib/libvirt/swtpm) into output_directory, and on Debian and Ubuntu
+# only root and libvirt's own users may read them there; the chown gives
+# the output back to you.
+# Always pass your own password (the default is published here). A lab's
+# throwaway build adds -var windows_update=false (updates take hours).
+# docs/lab-windows.md, step 1, has the whole sequence.
 #
 # The hypervisor needs OVMF with Secure Boot (Debian: ovmf) and swtpm
 # (Debian: swtpm, swtpm-tools). The VM's EFI variables (efivars.fd) and TPM
