@@ -113,6 +113,7 @@ func (b *Builder) steps() []multistep.Step {
 		commonsteps.HTTPServerFromHTTPConfig(&c.HTTPConfig),
 		&stepForwardPort{},
 		&stepDefineDomain{},
+		&stepHTTPIPDiscover{},
 		&stepStartDomain{},
 		&stepTypeBootCommand{},
 		&stepWaitCommunicator{connect: &communicator.StepConnect{

@@ -145,6 +145,17 @@ type Config struct {
 	// wait for the guest's OS is the communicator's (`ssh_timeout`,
 	// `winrm_timeout`). Default 2m.
 	BootTimeout time.Duration `mapstructure:"boot_timeout"`
+	// Keep pressing the space bar from power-on for this long, e.g. `30s`,
+	// to answer the "Press any key to boot from CD or DVD..." prompt that
+	// Windows install media show under UEFI (and any install disc that
+	// falls through to the disk when no key is pressed). The presses start
+	// as soon as the VM runs, so the prompt is caught however long the
+	// firmware takes, without tuning `boot_wait`; `boot_command` is typed
+	// after the presses end and `boot_wait` (counted from power-on) has
+	// passed. The space bar is used because firmware and boot loaders
+	// ignore it where Esc would open OVMF's setup and Enter could pick a
+	// menu entry. Default 0: no presses.
+	BootPressAnyKey time.Duration `mapstructure:"boot_press_any_key"`
 
 	ctx interpolate.Context
 	// instanceID is linux.instance_id or one made for this build.
@@ -409,6 +420,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.BootTimeout == 0 {
 		c.BootTimeout = 2 * time.Minute
 	}
+	if c.BootPressAnyKey < 0 {
+		add("boot_press_any_key", "%s is negative; give a duration such as \"30s\", or leave it unset", c.BootPressAnyKey)
+	}
 
 	// Communicator defaults, then the seed, which takes its account from it.
 	if c.Comm.Type == "" {
@@ -422,6 +436,13 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	for _, e := range c.Comm.Prepare(&c.ctx) {
 		errs = packersdk.MultiErrorAppend(errs, e)
+	}
+	if c.Comm.Type == "none" && c.ShutdownCommand != "" {
+		add("shutdown_command", "needs a communicator: with communicator = \"none\" the build waits for the guest to power itself off")
+	}
+	if !isLocalURI(c.LibvirtURI) && c.servesHTTP() && !c.httpBindsOne() {
+		add("http_bind_address", "the HTTP server (http_directory, http_content) runs on this machine, not on the remote hypervisor of %s: "+
+			"set http_bind_address to an address of this machine the guest can reach through the hypervisor, so {{ .HTTPIP }} is right", c.LibvirtURI)
 	}
 	errs = packersdk.MultiErrorAppend(errs, c.BootConfig.Prepare(&c.ctx)...)
 	errs = packersdk.MultiErrorAppend(errs, c.HTTPConfig.Prepare(&c.ctx)...)

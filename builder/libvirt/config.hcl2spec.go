@@ -115,6 +115,7 @@ type FlatConfig struct {
 	PoolPath                  *string                `mapstructure:"pool_path" cty:"pool_path" hcl:"pool_path"`
 	KeepInPool                *bool                  `mapstructure:"keep_in_pool" cty:"keep_in_pool" hcl:"keep_in_pool"`
 	BootTimeout               *string                `mapstructure:"boot_timeout" cty:"boot_timeout" hcl:"boot_timeout"`
+	BootPressAnyKey           *string                `mapstructure:"boot_press_any_key" cty:"boot_press_any_key" hcl:"boot_press_any_key"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -234,6 +235,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"pool_path":                    &hcldec.AttrSpec{Name: "pool_path", Type: cty.String, Required: false},
 		"keep_in_pool":                 &hcldec.AttrSpec{Name: "keep_in_pool", Type: cty.Bool, Required: false},
 		"boot_timeout":                 &hcldec.AttrSpec{Name: "boot_timeout", Type: cty.String, Required: false},
+		"boot_press_any_key":           &hcldec.AttrSpec{Name: "boot_press_any_key", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -58,6 +58,8 @@ type Driver interface {
 	GuestAddress(name string) (string, error)
 	// DomainState says whether a domain runs.
 	DomainState(name string) (DomainState, error)
+	// NetworkXML returns a libvirt network's XML.
+	NetworkXML(name string) (string, error)
 	// SendKeys presses the keys (Linux input key codes) together, holds
 	// them for hold, and releases them.
 	SendKeys(name string, keys []uint32, hold time.Duration) error
@@ -470,6 +472,18 @@ func firstIPv4(ifaces []golibvirt.DomainInterface) string {
 		}
 	}
 	return ""
+}
+
+func (d *libvirtDriver) NetworkXML(name string) (string, error) {
+	n, err := d.l.NetworkLookupByName(name)
+	if err != nil {
+		return "", fmt.Errorf("network %q: %w", name, err)
+	}
+	x, err := d.l.NetworkGetXMLDesc(n, 0)
+	if err != nil {
+		return "", fmt.Errorf("XML of network %q: %w", name, err)
+	}
+	return x, nil
 }
 
 func (d *libvirtDriver) DomainState(name string) (DomainState, error) {

@@ -22,6 +22,12 @@ type MockDriver struct {
 	Address string
 	// XML is what DomainXML returns, by domain name.
 	XML map[string]string
+	// Networks is what NetworkXML returns, by network name.
+	Networks map[string]string
+	// StartErrs are returned by the first StartDomain calls, in order.
+	StartErrs []error
+	// Defined are the XML documents DefineDomain was given, in order.
+	Defined []string
 	// ShutoffAfter makes the domain shut off after this many DomainState
 	// calls following ShutdownDomain.
 	ShutoffAfter int
@@ -125,12 +131,20 @@ func (m *MockDriver) DefineDomain(xml string) error {
 		return err
 	}
 	m.Domains["defined"] = StateShutoff
+	m.Defined = append(m.Defined, xml)
 	return nil
 }
 
 func (m *MockDriver) StartDomain(name string) error {
 	if err := m.call("StartDomain %s", name); err != nil {
 		return err
+	}
+	if len(m.StartErrs) > 0 {
+		err := m.StartErrs[0]
+		m.StartErrs = m.StartErrs[1:]
+		if err != nil {
+			return err
+		}
 	}
 	m.Domains[name] = StateRunning
 	return nil
@@ -179,6 +193,17 @@ func (m *MockDriver) GuestAddress(name string) (string, error) {
 		return "", fmt.Errorf("address of domain %q: %w", name, ErrNotFound)
 	}
 	return m.Address, nil
+}
+
+func (m *MockDriver) NetworkXML(name string) (string, error) {
+	if err := m.call("NetworkXML %s", name); err != nil {
+		return "", err
+	}
+	x, ok := m.Networks[name]
+	if !ok {
+		return "", fmt.Errorf("network %q: %w", name, ErrNotFound)
+	}
+	return x, nil
 }
 
 func (m *MockDriver) DomainState(name string) (DomainState, error) {

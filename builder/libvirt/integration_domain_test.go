@@ -3,6 +3,7 @@
 package libvirt
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +36,10 @@ func TestWindowsShapedDomainStarts(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, d.DeleteVolume(pool, "disk.qcow2")) }()
 
-	port, err := freePort(5985, 6985)
+	res := &portReservation{min: 5985, max: 6985, tried: map[int]bool{}}
+	port, err := res.next(context.Background())
 	require.NoError(t, err)
+	defer res.release()
 	spec := windowsSpec()
 	spec.Name = "kn-it-windows-shape"
 	spec.Accelerator = "tcg"

@@ -12,7 +12,8 @@ import (
 // stepShutdown runs shutdown_command through the communicator, or asks
 // for an ACPI power-off, then waits up to shutdown_timeout for the VM to be
 // off. A Windows guest without shutdown_command is only waited for: the
-// bake's sysprep powers it off.
+// bake's sysprep powers it off. So is any guest with communicator = "none":
+// its unattended install (or whatever it runs) ends by powering it off.
 //
 // Uses: config, driver, ui, communicator.
 type stepShutdown struct{}
@@ -24,7 +25,10 @@ func (s *stepShutdown) Run(ctx context.Context, state multistep.StateBag) multis
 	c := state.Get(stateConfig).(*Config)
 	d := state.Get(stateDriver).(Driver)
 	ui := state.Get(stateUI).(packersdk.Ui)
-	if c.ShutdownCommand != "" {
+	none := c.Comm.Type == "none"
+	if none {
+		ui.Say(fmt.Sprintf("Waiting up to %s for the guest to power itself off (communicator = \"none\")", c.ShutdownTimeout))
+	} else if c.ShutdownCommand != "" {
 		comm, ok := state.Get("communicator").(packersdk.Communicator)
 		if !ok {
 			return halt(state, ui, fmt.Errorf("shutdown_command needs a communicator"))
@@ -58,7 +62,10 @@ func (s *stepShutdown) Run(ctx context.Context, state multistep.StateBag) multis
 		}
 		if time.Since(start) > c.ShutdownTimeout {
 			hint := "the guest may need acpid, or a shutdown_command such as \"sudo shutdown -P now\""
-			if c.ShutdownCommand == "" && c.Windows != nil {
+			if none {
+				hint = "with communicator = \"none\" the guest must power itself off (e.g. the installer's last step); raise shutdown_timeout for a long install"
+			}
+			if !none && c.ShutdownCommand == "" && c.Windows != nil {
 				hint = "kubenode-bake's generalize (sysprep) powers Windows off; without it, set a shutdown_command; raise shutdown_timeout for a slow sysprep"
 			}
 			if c.ShutdownCommand != "" {

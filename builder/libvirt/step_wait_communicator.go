@@ -24,6 +24,9 @@ const waitReportEvery = 30 * time.Second
 func (s *stepWaitCommunicator) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	c := state.Get(stateConfig).(*Config)
 	ui := state.Get(stateUI).(packersdk.Ui)
+	if c.Comm.Type == "none" {
+		return s.connect.Run(ctx, state)
+	}
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {

@@ -250,3 +250,28 @@ func TestStepStartDomainHypervRefused(t *testing.T) {
 
 	assert.True(t, hypervRefusedRE.MatchString("qemu-system-x86_64: Hyper-V synthetic interrupt controller (requested by 'hv-synic' cpu flag) is not supported by kernel"))
 }
+
+func TestStepShutdownWaitsForAGuestWithoutCommunicator(t *testing.T) {
+	raw := linuxRaw()
+	raw["communicator"] = "none"
+	delete(raw, "linux")
+	var c Config
+	_, err := c.Prepare(raw)
+	require.NoError(t, err, "communicator none needs no shutdown_command")
+	c.ShutdownTimeout = time.Minute
+	m := NewMockDriver()
+	m.Domains[c.VMName] = StateRunning
+	old := shutdownPoll
+	shutdownPoll = time.Millisecond
+	defer func() { shutdownPoll = old }()
+	m.shuttingDown, m.ShutoffAfter = true, 3 // the installer powers the guest off
+	require.Equal(t, multistep.ActionContinue, (&stepShutdown{}).Run(context.Background(), testState(t, &c, m)))
+	assert.NotContains(t, m.Calls, "ShutdownDomain "+c.VMName, "no ACPI request: the guest powers itself off")
+
+	c.ShutdownTimeout = 20 * time.Millisecond
+	m.Domains[c.VMName] = StateRunning
+	m.ShutoffAfter = 1 << 30
+	state := testState(t, &c, m)
+	require.Equal(t, multistep.ActionHalt, (&stepShutdown{}).Run(context.Background(), state))
+	assert.ErrorContains(t, state.Get("error").(error), `communicator = "none"`)
+}
