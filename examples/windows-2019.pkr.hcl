@@ -118,9 +118,9 @@ source "kubenode-libvirt" "windows-2019" {
     timezone   = "UTC"
   }
 
-  # UEFI asks once to "press any key to boot from CD or DVD".
-  boot_wait    = "3s"
-  boot_command = ["<enter><wait><enter><wait><enter>"]
+  # UEFI asks to "press any key to boot from CD or DVD" a few seconds
+  # after power-on: the space bar is pressed until it has been answered.
+  boot_press_any_key = "30s"
 
   communicator   = "winrm"
   winrm_username = "Administrator"
