@@ -7,6 +7,8 @@
 #   scripts/setup.sh packer      packer, built from the Go module proxy
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
 #   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
+#   scripts/setup.sh packer-plugin-qemu  hashicorp/packer-plugin-qemu, the peer make bench compares
+#                                with (not in `all`: prints the binary's path)
 #   scripts/setup.sh all         all of the above
 #   scripts/setup.sh env         prints `export` lines for PATH, CGO_CFLAGS, ...
 #                                (use: eval "$(scripts/setup.sh env)")
@@ -16,6 +18,7 @@ set -euo pipefail
 # SDK, so nothing here may say @latest.
 PACKER_VERSION=v1.16.0
 PACKER_SDC_VERSION=v0.6.10 # must match packer-plugin-sdk in go.mod
+PACKER_PLUGIN_QEMU_VERSION=v1.0.9 # newer tags are not served by the module proxy
 
 APT_PACKAGES=(
   ca-certificates git make gcc libc6-dev # go, cgo (race detector, tree-sitter)
@@ -35,6 +38,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
 PACKER_BIN=$CACHE/packer/$PACKER_VERSION/packer
 PACKER_SDC_BIN=$CACHE/packer-sdc/$PACKER_SDC_VERSION/packer-sdc
+PACKER_PLUGIN_QEMU_BIN=$CACHE/packer-plugin-qemu/$PACKER_PLUGIN_QEMU_VERSION/packer-plugin-qemu
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -92,6 +96,31 @@ build_packer_sdc() {
   mv "$PACKER_SDC_BIN.tmp" "$PACKER_SDC_BIN"
 }
 
+# build_packer_plugin_qemu compiles hashicorp/packer-plugin-qemu from its
+# module source, as build_packer does for packer, and prints the binary's
+# path on stdout.
+build_packer_plugin_qemu() {
+  need_go
+  if [ -x "$PACKER_PLUGIN_QEMU_BIN" ]; then
+    log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: cached at $PACKER_PLUGIN_QEMU_BIN"
+    echo "$PACKER_PLUGIN_QEMU_BIN"
+    return
+  fi
+  log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: building"
+  local dir src
+  dir=$(cd /tmp && go mod download -json "github.com/hashicorp/packer-plugin-qemu@$PACKER_PLUGIN_QEMU_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || { log "go mod download github.com/hashicorp/packer-plugin-qemu@$PACKER_PLUGIN_QEMU_VERSION failed"; exit 1; }
+  src=$(mktemp -d)
+  trap 'rm -rf "$src"' RETURN
+  cp -r "$dir/." "$src"
+  chmod -R u+w "$src"
+  mkdir -p "$(dirname "$PACKER_PLUGIN_QEMU_BIN")"
+  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -o "$PACKER_PLUGIN_QEMU_BIN.tmp" . >&2)
+  mv "$PACKER_PLUGIN_QEMU_BIN.tmp" "$PACKER_PLUGIN_QEMU_BIN"
+  log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: built at $PACKER_PLUGIN_QEMU_BIN"
+  echo "$PACKER_PLUGIN_QEMU_BIN"
+}
+
 # tree_sitter_cflags: the PowerShell grammar's scanner.c includes
 # <tree_sitter/parser.h>, which lives in the grammar module's src/.
 tree_sitter_cflags() {
@@ -118,7 +147,8 @@ case "${1:-all}" in
   packer) build_packer ;;
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
+  packer-plugin-qemu) build_packer_plugin_qemu ;;
   all) packages; build_packer; build_packer_sdc; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
   env) print_env ;;
-  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|all|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
 esac
