@@ -31,19 +31,24 @@ type Config struct {
 	// The guest's OS: `linux` or `windows`. Default: asked of the guest
 	// (`uname -s` answers on Linux).
 	GuestOS string `mapstructure:"guest_os_type"`
-	// Kubernetes version of the kubelet, kubeadm and kubectl, e.g. `v1.33.13`.
-	// Default: the newest in the version table.
+	// Kubernetes release of the kubelet, kubeadm and kubectl, `vX.Y.Z`: any
+	// patch release of a minor in the version table (v1.30 to v1.35; see
+	// docs/bake.md); pre-releases are refused. The bake checks on the guest
+	// that the kubelet and kubeadm it installs report this version. Default
+	// `v1.33.13`.
 	KubernetesVersion string `mapstructure:"kubernetes_version"`
-	// containerd version, e.g. `1.7.27` or `2.1.4`. Default: the newest in the
-	// version table. Linux with `containerd_source = "package"` uses the
-	// distribution's containerd instead.
+	// containerd release, `X.Y.Z` without a `v`: any patch release of a
+	// minor in the version table (1.7, 2.0, 2.1, 2.2). Default `2.1.4`.
+	// Linux with `containerd_source = "package"` uses the distribution's
+	// containerd instead.
 	ContainerdVersion string `mapstructure:"containerd_version"`
 	// Where containerd, runc and the CNI plugins come from on Linux:
 	// `tarball` (the release tarballs, from the official URLs or
 	// `artifacts_dir`) or `package` (the distribution's packages:
 	// containerd, runc, containernetworking-plugins). Default `tarball`.
 	ContainerdSource string `mapstructure:"containerd_source"`
-	// CNI plugins version, e.g. `v1.6.2`. Default: the newest in the table.
+	// containernetworking/plugins release, `vX.Y.Z`: any v1 release.
+	// Default `v1.6.2`.
 	CNIPluginsVersion string `mapstructure:"cni_plugins_version"`
 	// The sandbox (pause) image containerd and the kubelet use. Default:
 	// kubeadm's for `kubernetes_version`, raised to the Windows build's
@@ -222,17 +227,6 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.WindowsUpdate && c.GuestOS == "linux" {
 		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)
 	}
-	// Versions come from the table; an unknown one fails here, naming the
-	// known ones, rather than after the guest has booted.
-	for _, err := range []error{
-		lookupErr(LookupKubernetes(c.KubernetesVersion)),
-		lookupErr(LookupContainerd(c.ContainerdVersion)),
-		lookupErr(LookupCNIPlugins(c.CNIPluginsVersion)),
-	} {
-		if err != nil {
-			errs = packersdk.MultiErrorAppend(errs, err)
-		}
-	}
 	if c.GuestOS == "windows" {
 		if c.CNI == "bridge" {
 			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsCNIBridge))
@@ -268,7 +262,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		}
 		c.ArtifactChecksums[name] = sum
 	}
-	for _, err := range c.validateNode() {
+	// Versions come from the table; an unknown one, or releases that do
+	// not work together, fail here rather than after the guest has booted.
+	for _, err := range append(c.validateVersions(), c.validateNode()...) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.DownloadCacheDir == "" {
@@ -284,8 +280,6 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	return nil
 }
-
-func lookupErr[R any](_ R, err error) error { return err }
 
 func orTrue(b *bool) *bool {
 	if b == nil {

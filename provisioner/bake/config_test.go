@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,14 +98,15 @@ func TestPrepareRefusesWhatEveryCloneWouldFailOn(t *testing.T) {
 
 func TestUnknownVersionsNameTheirKey(t *testing.T) {
 	_, err := LookupKubernetes("v1.20.0")
-	require.ErrorContains(t, err, `kubernetes_version: "v1.20.0" is not in kubenode-bake's version table (known: v1.33.13)`)
+	require.ErrorContains(t, err, `kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; `+
+		`allowed: any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35`)
 	_, err = LookupContainerd("0.1")
 	require.ErrorContains(t, err, "containerd_version")
 	_, err = LookupCNIPlugins("v0.0.1")
 	require.ErrorContains(t, err, "cni_plugins_version")
 	k, err := LookupKubernetes("")
 	require.NoError(t, err)
-	assert.Equal(t, kubernetesReleases[len(kubernetesReleases)-1], k, "empty is the newest row")
+	assert.Equal(t, defaultVersions.Kubernetes, k.Version, "empty is the default")
 }
 
 func sum(data string) string {
@@ -201,7 +203,7 @@ func TestPrepareChecksBridgeSubnet(t *testing.T) {
 }
 
 // `packer validate` refuses a version the table does not know, naming the
-// key and the known versions, for each of the three version keys at once.
+// key and the known releases, for each of the three version keys at once.
 func TestPrepareRefusesUnknownVersions(t *testing.T) {
 	var c Config
 	err := c.Prepare(map[string]any{
@@ -212,20 +214,55 @@ func TestPrepareRefusesUnknownVersions(t *testing.T) {
 	})
 	require.Error(t, err)
 	for _, want := range []string{
-		`kubernetes_version: "v1.20.0" is not in kubenode-bake's version table (known: ` + kubernetesReleases[0].Version,
-		`containerd_version: "0.1" is not in kubenode-bake's version table (known: ` + containerdReleases[0].Version,
-		`cni_plugins_version: "v0.0.1" is not in kubenode-bake's version table (known: ` + cniPluginsReleases[0].Version,
+		`kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the minor releases ` + kubernetesMinors[0].Minor + ", ",
+		`containerd_version: "0.1" is not a release version X.Y.Z; allowed: any release X.Y.Z of the minor releases ` + containerdMinors[0].Minor + ", ",
+		`cni_plugins_version: v0.0.1 is a release of v0, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the major releases ` + cniPluginsMajors[0].Major,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
 
-	var ok Config
-	require.NoError(t, ok.Prepare(map[string]any{
-		"download_cache_dir":  t.TempDir(),
-		"kubernetes_version":  kubernetesReleases[0].Version,
-		"containerd_version":  containerdReleases[0].Version,
-		"cni_plugins_version": cniPluginsReleases[0].Version,
-	}), "every row of the table is accepted")
+// Any patch release of a known minor passes `packer validate` (Prepare),
+// on either guest OS, with the default containerd and CNI plugins; the
+// release asked for is the one installed.
+func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
+	for _, v := range []string{"v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4"} {
+		for _, guest := range []string{"linux", "windows", ""} {
+			var c Config
+			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": v}), "%s on %q", v, guest)
+			plan, arts, err := c.linuxPlan()
+			require.NoError(t, err)
+			assert.Equal(t, v, plan.KubernetesVersion)
+			assert.Contains(t, arts[0].URL, "/release/"+v+"/")
+		}
+	}
+	for _, m := range kubernetesMinors {
+		var c Config
+		require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": false}), m.Minor)
+	}
+	for _, v := range []string{"1.7.27", "2.0.7", "2.1.4", "2.2.1"} {
+		var c Config
+		require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.34.3", "containerd_version": v, "cni_plugins_version": "v1.7.1"}), v)
+	}
+}
+
+// The combinations the table says do not work fail `packer validate`,
+// naming the key and what to do instead.
+func TestPrepareRefusesReleasesThatDoNotWorkTogether(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.30.14"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubernetes_version: kubeadm v1.30.14 refuses the joiner's kubeadm.k8s.io/v1beta4 JoinConfiguration "+
+		"(an experimental API before v1.31); use a release of v1.31 or later, or set install_joiner = false")
+
+	var flag Config
+	err = flag.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.35.4",
+		"kubelet_extra_args": map[string]string{"pod-infra-container-image": "registry.example/pause:1"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `kubelet_extra_args["pod-infra-container-image"]: the kubelet of Kubernetes v1.35 has no such flag and would not start`)
+	var older Config
+	require.NoError(t, older.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.34.3",
+		"kubelet_extra_args": map[string]string{"pod-infra-container-image": "registry.example/pause:1"}}), "v1.34's kubelet still takes the flag")
 }
 
 // What a Windows bake refuses is refused by `packer validate` when the
@@ -251,4 +288,25 @@ func TestPrepareRefusesWhatWindowsCannotDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A containerd the Kubernetes minor's row does not list (as containerd's
+// matrix lists only 2.x from v1.36) is refused, naming the minors to use.
+func TestPrepareRefusesAContainerdTheMinorDoesNotTake(t *testing.T) {
+	saved := kubernetesMinors
+	t.Cleanup(func() { kubernetesMinors = saved })
+	kubernetesMinors = slices.Clone(saved)
+	newest := &kubernetesMinors[len(kubernetesMinors)-1]
+	newest.ContainerdConfigVersions = []int{3}
+	v := newest.Minor + ".1"
+
+	var c Config
+	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "1.7.27"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "containerd_version: containerd 1.7.27 is not recommended for Kubernetes "+newest.Minor+" (config version 2); use a release of 2.0, 2.1, 2.2")
+	var pkg Config
+	require.NoError(t, pkg.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "1.7.27", "containerd_source": "package"}),
+		"the distribution's containerd is known on the guest only")
+	var ok Config
+	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "2.0.7"}))
 }

@@ -361,9 +361,7 @@ func linuxKubernetes(p LinuxPlan) []byte {
 		src := q(path.Join(p.Staging, b))
 		s.line("if cmp -s %s %s/%s 2>/dev/null; then echo 'ok: %s'; else install -m 0755 %s %s/%s; echo 'changed: %s installed'; fi", src, linuxBinDir, b, b, src, linuxBinDir, b, b)
 	}
-	// The binaries must be the version asked for.
-	s.line("v=$(kubelet --version | awk '{print $2}'); [ \"$v\" = %s ] || { echo \"kubelet reports $v, want %s\" >&2; exit 1; }", q(p.KubernetesVersion), p.KubernetesVersion)
-	s.line("v=$(kubeadm version -o short); [ \"$v\" = %s ] || { echo \"kubeadm reports $v, want %s\" >&2; exit 1; }", q(p.KubernetesVersion), p.KubernetesVersion)
+	checkKubeVersions(s, linuxBinDir, p.KubernetesVersion)
 	s.line("mkdir -p /etc/kubernetes/manifests /var/lib/kubelet")
 	s.file("/etc/systemd/system/kubelet.service", "0644", kubeletUnit, "reload=1")
 	s.file("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf", "0644", kubeadmDropIn, "reload=1")
@@ -371,6 +369,24 @@ func linuxKubernetes(p LinuxPlan) []byte {
 	// Enabled, not started: it has no configuration until kubeadm join.
 	s.line("if systemctl is-enabled -q kubelet; then echo 'ok: kubelet enabled'; else systemctl enable -q kubelet; echo 'changed: kubelet enabled'; fi")
 	return s.bytes()
+}
+
+// checkKubeVersions fails the script, naming both versions, unless the
+// kubelet and kubeadm in binDir are the release asked for: local artifacts
+// may be of any version, and kubernetes_version decides the pause image
+// and the kubelet flags the bake writes. `kubelet --version` prints
+// "Kubernetes vX.Y.Z", `kubeadm version -o short` "vX.Y.Z".
+func checkKubeVersions(s *sh, binDir, want string) {
+	for _, c := range []struct{ name, args string }{{"kubelet", "--version"}, {"kubeadm", "version -o short"}} {
+		bin := path.Join(binDir, c.name)
+		s.line("v=$(%s %s 2>/dev/null | awk 'NR == 1 { print $NF }') || v=", q(bin), c.args)
+		s.line(`if [ "$v" != %s ]; then`, q(want))
+		s.line(`  echo %s"${v:-no version}"%s >&2`, q("kubernetes_version is "+want+" but the "+c.name+" at "+bin+" reports "),
+			q(": give the "+c.name+" of "+want+" (artifacts."+c.name+" or artifacts_dir), or set kubernetes_version to the version of the binaries you give"))
+		s.line("  exit 1")
+		s.line("fi")
+	}
+	s.line("echo %s", q("ok: kubelet and kubeadm are "+want))
 }
 
 func linuxJoiner(p LinuxPlan) []byte {

@@ -274,3 +274,44 @@ func TestKeepBuildAccountIsLinuxOnly(t *testing.T) {
 	require.NoError(t, linux.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "keep_build_account": true}))
 	assert.True(t, linux.KeepBuildAccount)
 }
+
+// The kubernetes step fails, naming both versions and the binary, when a
+// local kubelet or kubeadm is not the release kubernetes_version asks for.
+func TestLinuxKubeVersionCheck(t *testing.T) {
+	fake := func(t *testing.T, kubelet, kubeadm string) string {
+		dir := t.TempDir()
+		for name, out := range map[string]string{"kubelet": kubelet, "kubeadm": kubeadm} {
+			script := "#!/bin/sh\necho " + q(out) + "\n"
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
+		}
+		return dir
+	}
+	run := func(dir, want string) (string, error) {
+		s := newSh("test")
+		checkKubeVersions(s, dir, want)
+		out, err := exec.Command("sh", "-c", string(s.bytes())).CombinedOutput()
+		return string(out), err
+	}
+	dir := fake(t, "Kubernetes v1.32.9", "v1.32.9")
+	out, err := run(dir, "v1.32.9")
+	require.NoError(t, err, out)
+	assert.Equal(t, "ok: kubelet and kubeadm are v1.32.9\n", out)
+
+	out, err = run(dir, "v1.33.13")
+	require.Error(t, err)
+	assert.Contains(t, out, "kubernetes_version is v1.33.13 but the kubelet at "+dir+"/kubelet reports v1.32.9: "+
+		"give the kubelet of v1.33.13 (artifacts.kubelet or artifacts_dir), or set kubernetes_version to the version of the binaries you give")
+
+	dir = fake(t, "Kubernetes v1.33.13", "v1.32.9")
+	out, err = run(dir, "v1.33.13")
+	require.Error(t, err)
+	assert.Contains(t, out, "kubernetes_version is v1.33.13 but the kubeadm at "+dir+"/kubeadm reports v1.32.9: ")
+
+	out, err = run(t.TempDir(), "v1.33.13")
+	require.Error(t, err)
+	assert.Contains(t, out, "/kubelet reports no version: ", "a missing binary")
+
+	// The kubernetes step runs the check on the installed binaries.
+	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubelet' --version")
+	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubeadm' version -o short")
+}

@@ -2,51 +2,100 @@ package bake
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// The version table: every version kubenode-bake knows, and what changes
-// with it. Adding a version is adding a row; nothing else in the
-// provisioner names a version (TestNoVersionLiteralsOutsideTheTable checks).
+// The version table: every release kubenode-bake knows, and what changes
+// with it. Kubernetes and containerd rows are minor releases, whose facts
+// hold for every patch release of the minor; the CNI plugins row is a major
+// release. Adding a minor is adding a row; nothing else in the provisioner
+// names a version (TestNoVersionLiteralsOutsideTheTable checks).
+//
+// Versions are releases, vX.Y.Z for Kubernetes and the CNI plugins, X.Y.Z
+// for containerd. Pre-releases (v1.35.0-rc.1, 2.2.0-beta.0) are refused:
+// kubeadm's default pause image and the kubelet's flags of a minor are
+// settled at its release, which the row describes.
 //
 // Sources, per column:
 //   - Kubernetes PauseImage: k8s.io/kubernetes cmd/kubeadm/app/constants
-//     PauseVersion at the release tag; PodInfraContainerImageFlag:
-//     pkg/kubelet/config/flags.go and cmd/kubeadm/app/phases/kubelet/flags.go.
+//     PauseVersion on each release branch, read at v1.30.4 and v1.30.14
+//     (3.9), v1.31.0 and v1.31.14, v1.32.2 and v1.32.13, v1.33.13 (3.10),
+//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1).
+//   - PodInfraContainerImageFlag: pkg/kubelet/config/flags.go (deprecated,
+//     "will be removed in 1.35" from v1.32; from v1.34 the value is
+//     ignored; gone in v1.35, whose kubeadm removes it from
+//     kubeadm-flags.env on upgrade: cmd/kubeadm/app/cmd/phases/upgrade/
+//     postupgrade.go, kubernetes/kubeadm#3108) and
+//     cmd/kubeadm/app/phases/kubelet/flags.go (kubeadm join writes it up to
+//     v1.34).
+//   - KubeadmV1Beta4: cmd/kubeadm/app/util/config/common.go
+//     validateSupportedVersion: kubeadm.k8s.io/v1beta4 is an experimental
+//     API in v1.30, which `kubeadm join --config` refuses; GA from v1.31.
+//   - ContainerdConfigVersions: containerd RELEASES.md "Kubernetes Support"
+//     (v1.30 to v1.33: 2.1.0+, 2.0.x, 1.7.x; v1.34: 2.1.3+, 2.0.6+, 1.7.28+;
+//     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36 lists 2.x only).
 //   - containerd ConfigVersion and the CRI section names:
 //     kubernetes-sigs/image-builder ansible/windows/roles/runtimes/templates/config.toml
 //     (version 3 from 2.0); CNIBinDirs: containerd/containerd#11311 (2.1).
+//     RuncVersion: the runc of containerd's script/setup/runc-version on
+//     the minor's release branch (1.7.27: v1.2.5, 2.0.14: v1.3.6, 2.1.4:
+//     v1.3.0, 2.2.9: v1.3.6), or a later patch release of that runc minor.
+//   - CNI plugins: every v1 release ships the plugins and the
+//     cni-plugins-<os>-amd64-<version>.tgz assets the bake installs, and
+//     speaks CNI spec 1.0.0, the bridge config's cniVersion.
 //   - Windows rows: kubernetes-sigs/image-builder
 //     ansible/windows/roles/systemprep/tasks/main.yml and runtimes/tasks/containerd.yml
 //     (registry values, dynamic port range); MinPause: kubernetes
 //     build/pause/CHANGELOG.md (3.4: 1809, 3.6: ltsc2022; 3.10.2: ltsc2025,
 //     kubernetes/kubernetes#136960 and #138195, containerd/containerd#13156).
-//   - Download URLs: dl.k8s.io/release/<v>/bin/<os>/amd64/<binary> with
-//     <binary>.sha256; containerd's and containernetworking/plugins' GitHub
-//     release assets with their .sha256sum / .sha256 files
-//     (containernetworking/plugins scripts/release.sh).
+//   - Download URLs, built from the version asked for:
+//     dl.k8s.io/release/<v>/bin/<os>/amd64/<binary> with <binary>.sha256;
+//     containerd's and containernetworking/plugins' GitHub release assets
+//     with their .sha256sum / .sha256 files (containernetworking/plugins
+//     scripts/release.sh); runc's runc.amd64 with runc.sha256sum.
 
-// KubernetesRelease is a Kubernetes release the bake installs.
-type KubernetesRelease struct {
-	Version string
-	// PauseImage is kubeadm's default sandbox image for this release
+// KubernetesMinor is what holds for every patch release of a Kubernetes
+// minor release.
+type KubernetesMinor struct {
+	// Minor is "v<major>.<minor>".
+	Minor string
+	// PauseImage is kubeadm's default sandbox image for this minor
 	// (cmd/kubeadm/app/constants PauseVersion).
 	PauseImage string
 	// PodInfraContainerImageFlag: the kubelet still accepts
-	// --pod-infra-container-image (deprecated; it only keeps the image from
-	// the kubelet's image garbage collection, "will be removed in 1.35"),
-	// and kubeadm join writes it into kubeadm-flags.env with kubeadm's own
-	// pause image. Where true, the Windows bake hands the node's pause image
-	// to kubeadm through the joiner, so the kubelet keeps the image
-	// containerd actually runs.
+	// --pod-infra-container-image (deprecated; it only kept the image from
+	// the kubelet's image garbage collection, and from v1.34 its value is
+	// ignored), and kubeadm join writes it into kubeadm-flags.env with
+	// kubeadm's own pause image. Where true, the Windows bake hands the
+	// node's pause image to kubeadm through the joiner, so kubeadm-flags.env
+	// names the image containerd actually runs; where false, a kubelet
+	// given the flag does not start.
 	PodInfraContainerImageFlag bool
+	// KubeadmV1Beta4: `kubeadm join --config` reads the joiner's
+	// kubeadm.k8s.io/v1beta4 JoinConfiguration.
+	KubeadmV1Beta4 bool
+	// ContainerdConfigVersions are the config versions of the containerd
+	// releases containerd recommends for this minor (2: containerd 1.x,
+	// 3: containerd 2.x).
+	ContainerdConfigVersions []int
 }
 
-// ContainerdRelease is a containerd release and the runc it ships with.
-type ContainerdRelease struct {
+// KubernetesRelease is a Kubernetes release the bake installs: a patch
+// release of a minor in the table.
+type KubernetesRelease struct {
+	// Version is the release, vX.Y.Z.
 	Version string
+	KubernetesMinor
+}
+
+// ContainerdMinor is what holds for every patch release of a containerd
+// minor release, and the runc installed with it.
+type ContainerdMinor struct {
+	// Minor is "<major>.<minor>".
+	Minor string
 	// ConfigVersion of config.toml: 2 for containerd 1.x, 3 for 2.x.
 	ConfigVersion int
 	// CNIBinDirs: the CRI CNI section takes `bin_dirs` (a list), which
@@ -55,8 +104,22 @@ type ContainerdRelease struct {
 	RuncVersion string
 }
 
+// ContainerdRelease is a containerd release and the runc it ships with.
+type ContainerdRelease struct {
+	// Version is the release, X.Y.Z.
+	Version string
+	ContainerdMinor
+}
+
+// CNIPluginsMajor is a major release series of containernetworking/plugins.
+type CNIPluginsMajor struct {
+	// Major is "v<major>".
+	Major string
+}
+
 // CNIPluginsRelease is a containernetworking/plugins release.
 type CNIPluginsRelease struct {
+	// Version is the release, vX.Y.Z.
 	Version string
 }
 
@@ -94,17 +157,28 @@ const upstreamPause = "registry.k8s.io/pause"
 
 const featureOverrides = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureManagement\Overrides`
 
-// Rows, oldest first; the last row of each is the default.
+// Rows, oldest first. The last Windows row is the default.
 var (
-	kubernetesReleases = []KubernetesRelease{
-		{Version: "v1.33.13", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true},
+	kubernetesMinors = []KubernetesMinor{
+		{Minor: "v1.30", PauseImage: upstreamPause + ":3.9", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.31", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.32", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.33", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.34", PauseImage: upstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.35", PauseImage: upstreamPause + ":3.10.1", KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
 	}
-	containerdReleases = []ContainerdRelease{
-		{Version: "1.7.27", ConfigVersion: 2, RuncVersion: "v1.2.6"},
-		{Version: "2.1.4", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
+	containerdMinors = []ContainerdMinor{
+		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6"},
+		{Minor: "2.0", ConfigVersion: 3, RuncVersion: "v1.3.6"},
+		{Minor: "2.1", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
+		{Minor: "2.2", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.6"},
 	}
-	cniPluginsReleases = []CNIPluginsRelease{
-		{Version: "v1.6.2"},
+	cniPluginsMajors = []CNIPluginsMajor{
+		{Major: "v1"},
+	}
+	// The releases a key left unset installs.
+	defaultVersions = struct{ Kubernetes, Containerd, CNIPlugins string }{
+		Kubernetes: "v1.33.13", Containerd: "2.1.4", CNIPlugins: "v1.6.2",
 	}
 	windowsReleases = []WindowsRelease{
 		{Version: "2019", Build: 17763, MinPause: "3.4", HyperV: true, Registry: []RegistryDWORD{
@@ -146,19 +220,77 @@ func lookup[R any](key, version string, rows []R, id func(R) string) (R, error) 
 	return zero, fmt.Errorf("%s: %q is not in kubenode-bake's version table (known: %s)", key, version, strings.Join(known, ", "))
 }
 
-// LookupKubernetes finds a Kubernetes release ("" is the newest).
+// releaseVersion matches a release version: major.minor.patch in decimal,
+// with an optional leading v (checked separately), nothing after.
+var releaseVersion = regexp.MustCompile(`^(v?)(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// lookupRelease finds the row of a release version: the row whose id is
+// the version's major.minor (series "minor") or major (series "major").
+// prefix is "v" where the project writes its versions with a v.
+func lookupRelease[R any](key, version, prefix, series string, rows []R, id func(R) string) (R, error) {
+	var zero R
+	var known []string
+	for _, r := range rows {
+		known = append(known, id(r))
+	}
+	allowed := fmt.Sprintf("any release %sX.Y.Z of the %s releases %s", prefix, series, strings.Join(known, ", "))
+	m := releaseVersion.FindStringSubmatch(version)
+	switch {
+	case m == nil && releaseVersion.MatchString(strings.SplitN(version, "-", 2)[0]):
+		return zero, fmt.Errorf("%s: %q is a pre-release; kubenode-bake installs releases only; allowed: %s", key, version, allowed)
+	case m == nil:
+		return zero, fmt.Errorf("%s: %q is not a release version %sX.Y.Z; allowed: %s", key, version, prefix, allowed)
+	case m[1] != prefix:
+		return zero, fmt.Errorf("%s: %q: write it %s (releases are %sX.Y.Z); allowed: %s", key, version, prefix+strings.TrimPrefix(version, "v"), prefix, allowed)
+	}
+	want := prefix + m[2]
+	if series == "minor" {
+		want += "." + m[3]
+	}
+	for _, r := range rows {
+		if id(r) == want {
+			return r, nil
+		}
+	}
+	return zero, fmt.Errorf("%s: %s is a release of %s, which is not in kubenode-bake's version table; allowed: %s", key, version, want, allowed)
+}
+
+// LookupKubernetes finds a Kubernetes release: any patch release vX.Y.Z of
+// a minor in the table ("" is the default).
 func LookupKubernetes(v string) (KubernetesRelease, error) {
-	return lookup("kubernetes_version", v, kubernetesReleases, func(r KubernetesRelease) string { return r.Version })
+	if v == "" {
+		v = defaultVersions.Kubernetes
+	}
+	m, err := lookupRelease("kubernetes_version", v, "v", "minor", kubernetesMinors, func(r KubernetesMinor) string { return r.Minor })
+	if err != nil {
+		return KubernetesRelease{}, err
+	}
+	return KubernetesRelease{Version: v, KubernetesMinor: m}, nil
 }
 
-// LookupContainerd finds a containerd release ("" is the newest).
+// LookupContainerd finds a containerd release: any patch release X.Y.Z of a
+// minor in the table ("" is the default).
 func LookupContainerd(v string) (ContainerdRelease, error) {
-	return lookup("containerd_version", v, containerdReleases, func(r ContainerdRelease) string { return r.Version })
+	if v == "" {
+		v = defaultVersions.Containerd
+	}
+	m, err := lookupRelease("containerd_version", v, "", "minor", containerdMinors, func(r ContainerdMinor) string { return r.Minor })
+	if err != nil {
+		return ContainerdRelease{}, err
+	}
+	return ContainerdRelease{Version: v, ContainerdMinor: m}, nil
 }
 
-// LookupCNIPlugins finds a CNI plugins release ("" is the newest).
+// LookupCNIPlugins finds a CNI plugins release: any release vX.Y.Z of a
+// major in the table ("" is the default).
 func LookupCNIPlugins(v string) (CNIPluginsRelease, error) {
-	return lookup("cni_plugins_version", v, cniPluginsReleases, func(r CNIPluginsRelease) string { return r.Version })
+	if v == "" {
+		v = defaultVersions.CNIPlugins
+	}
+	if _, err := lookupRelease("cni_plugins_version", v, "v", "major", cniPluginsMajors, func(r CNIPluginsMajor) string { return r.Major }); err != nil {
+		return CNIPluginsRelease{}, err
+	}
+	return CNIPluginsRelease{Version: v}, nil
 }
 
 // LookupWindows finds a Windows Server release by year ("" is the newest).

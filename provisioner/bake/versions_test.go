@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,9 +19,9 @@ import (
 )
 
 func TestVersionTableRowsAreConsistent(t *testing.T) {
-	require.NotEmpty(t, kubernetesReleases)
-	require.NotEmpty(t, containerdReleases)
-	require.NotEmpty(t, cniPluginsReleases)
+	require.NotEmpty(t, kubernetesMinors)
+	require.NotEmpty(t, containerdMinors)
+	require.NotEmpty(t, cniPluginsMajors)
 	require.NotEmpty(t, windowsReleases)
 	ascending := func(name string, versions []string) {
 		for i := 1; i < len(versions); i++ {
@@ -28,21 +29,29 @@ func TestVersionTableRowsAreConsistent(t *testing.T) {
 		}
 	}
 	var k8s, ctr, cni, win []string
-	for _, r := range kubernetesReleases {
-		k8s = append(k8s, r.Version)
-		assert.True(t, strings.HasPrefix(r.Version, "v"), "Kubernetes versions start with v: %s", r.Version)
+	for _, r := range kubernetesMinors {
+		k8s = append(k8s, r.Minor)
+		assert.Regexp(t, `^v[0-9]+\.[0-9]+$`, r.Minor)
 		tag, ok := upstreamPauseTag(r.PauseImage)
 		assert.True(t, ok && tag != "", "kubeadm's pause image is %s:<version>: %s", upstreamPause, r.PauseImage)
+		assert.NotEmpty(t, r.ContainerdConfigVersions, r.Minor)
+		for _, v := range r.ContainerdConfigVersions {
+			assert.True(t, slices.ContainsFunc(containerdMinors, func(c ContainerdMinor) bool { return c.ConfigVersion == v }),
+				"Kubernetes %s: no containerd row writes config version %d", r.Minor, v)
+		}
 	}
-	for _, r := range containerdReleases {
-		ctr = append(ctr, r.Version)
-		major := parseVersion(r.Version)[0]
-		assert.Equal(t, map[bool]int{true: 3, false: 2}[major >= 2], r.ConfigVersion, "containerd %s: config version 3 from 2.0, 2 before", r.Version)
-		assert.False(t, r.CNIBinDirs && r.ConfigVersion != 3, "containerd %s: bin_dirs exists only in config version 3", r.Version)
-		assert.NotNil(t, parseVersion(r.RuncVersion), "containerd %s: runc version %q", r.Version, r.RuncVersion)
+	for _, r := range containerdMinors {
+		ctr = append(ctr, r.Minor)
+		assert.Regexp(t, `^[0-9]+\.[0-9]+$`, r.Minor)
+		major := parseVersion(r.Minor)[0]
+		assert.Equal(t, map[bool]int{true: 3, false: 2}[major >= 2], r.ConfigVersion, "containerd %s: config version 3 from 2.0, 2 before", r.Minor)
+		assert.False(t, r.CNIBinDirs && r.ConfigVersion != 3, "containerd %s: bin_dirs exists only in config version 3", r.Minor)
+		assert.Equal(t, r.CNIBinDirs, compareVersions(r.Minor, "2.1") >= 0, "containerd %s: bin_dirs from 2.1", r.Minor)
+		assert.Regexp(t, releaseVersion, r.RuncVersion, "containerd %s: runc version", r.Minor)
 	}
-	for _, r := range cniPluginsReleases {
-		cni = append(cni, r.Version)
+	for _, r := range cniPluginsMajors {
+		cni = append(cni, r.Major)
+		assert.Regexp(t, `^v[0-9]+$`, r.Major)
 	}
 	for i, r := range windowsReleases {
 		win = append(win, r.Version)
@@ -61,20 +70,131 @@ func TestVersionTableRowsAreConsistent(t *testing.T) {
 	ascending("cni plugins", cni)
 	ascending("windows", win)
 	assert.Equal(t, 65535, windowsDynamicTCPPorts.Start+windowsDynamicTCPPorts.Count-1, "the dynamic range ends at the last port")
+	// The defaults are releases of rows.
+	for _, err := range []error{
+		errOf(LookupKubernetes(defaultVersions.Kubernetes)),
+		errOf(LookupContainerd(defaultVersions.Containerd)),
+		errOf(LookupCNIPlugins(defaultVersions.CNIPlugins)),
+	} {
+		assert.NoError(t, err)
+	}
 }
+
+// The facts of each minor, as read in its release branch (see versions.go
+// for the sources), looked up through a patch release of it.
+func TestKubernetesFactsPerMinor(t *testing.T) {
+	for _, tc := range []struct {
+		version, minor, pause string
+		podInfraFlag, v1beta4 bool
+	}{
+		{"v1.30.14", "v1.30", "3.9", true, false},
+		{"v1.31.0", "v1.31", "3.10", true, true},
+		{"v1.32.9", "v1.32", "3.10", true, true},
+		{"v1.33.13", "v1.33", "3.10", true, true},
+		{"v1.34.3", "v1.34", "3.10.1", true, true},
+		{"v1.35.4", "v1.35", "3.10.1", false, true},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			k, err := LookupKubernetes(tc.version)
+			require.NoError(t, err)
+			assert.Equal(t, tc.version, k.Version, "the release asked for, not the row's")
+			assert.Equal(t, tc.minor, k.Minor)
+			assert.Equal(t, "registry.k8s.io/pause:"+tc.pause, k.PauseImage)
+			assert.Equal(t, tc.podInfraFlag, k.PodInfraContainerImageFlag)
+			assert.Equal(t, tc.v1beta4, k.KubeadmV1Beta4)
+			assert.Equal(t, []int{2, 3}, k.ContainerdConfigVersions, "containerd 1.7 and 2.x are recommended for every minor from v1.30 to v1.35")
+		})
+	}
+	assert.Len(t, kubernetesMinors, 6, "a new row gets its facts asserted here")
+}
+
+func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
+	for _, tc := range []struct {
+		version       string
+		configVersion int
+		binDirs       bool
+		runc          string
+	}{
+		{"1.7.0", 2, false, "v1.2.6"},
+		{"1.7.29", 2, false, "v1.2.6"},
+		{"2.0.7", 3, false, "v1.3.6"},
+		{"2.1.4", 3, true, "v1.3.0"},
+		{"2.1.5", 3, true, "v1.3.0"},
+		{"2.2.1", 3, true, "v1.3.6"},
+	} {
+		c, err := LookupContainerd(tc.version)
+		require.NoError(t, err, tc.version)
+		assert.Equal(t, tc.version, c.Version)
+		assert.Equal(t, tc.configVersion, c.ConfigVersion, tc.version)
+		assert.Equal(t, tc.binDirs, c.CNIBinDirs, tc.version)
+		assert.Equal(t, tc.runc, c.RuncVersion, tc.version)
+	}
+	for _, v := range []string{"v1.0.0", "v1.6.2", "v1.7.1", "v1.42.0"} {
+		c, err := LookupCNIPlugins(v)
+		require.NoError(t, err, v)
+		assert.Equal(t, v, c.Version)
+	}
+}
+
+// Unknown minors, pre-releases and misspelt versions are refused, each
+// error naming its key and what is allowed.
+func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
+	knownK8s := "any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35"
+	knownCtr := "any release X.Y.Z of the minor releases 1.7, 2.0, 2.1, 2.2"
+	knownCNI := "any release vX.Y.Z of the major releases v1"
+	for _, tc := range []struct {
+		lookup func(string) error
+		value  string
+		want   string
+	}{
+		{kubernetes, "v1.20.0", `kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: ` + knownK8s},
+		{kubernetes, "v1.36.1", `kubernetes_version: v1.36.1 is a release of v1.36, which is not in kubenode-bake's version table; allowed: ` + knownK8s},
+		{kubernetes, "v1.35.0-rc.1", `kubernetes_version: "v1.35.0-rc.1" is a pre-release; kubenode-bake installs releases only; allowed: ` + knownK8s},
+		{kubernetes, "1.33.13", `kubernetes_version: "1.33.13": write it v1.33.13 (releases are vX.Y.Z); allowed: ` + knownK8s},
+		{kubernetes, "v1.33", `kubernetes_version: "v1.33" is not a release version vX.Y.Z; allowed: ` + knownK8s},
+		{kubernetes, "v1.33.013", `kubernetes_version: "v1.33.013" is not a release version vX.Y.Z`},
+		{kubernetes, "latest", `kubernetes_version: "latest" is not a release version vX.Y.Z`},
+		{containerd, "1.6.36", `containerd_version: 1.6.36 is a release of 1.6, which is not in kubenode-bake's version table; allowed: ` + knownCtr},
+		{containerd, "v2.1.4", `containerd_version: "v2.1.4": write it 2.1.4 (releases are X.Y.Z); allowed: ` + knownCtr},
+		{containerd, "2.2.0-beta.0", `containerd_version: "2.2.0-beta.0" is a pre-release`},
+		{cniPlugins, "v0.9.1", `cni_plugins_version: v0.9.1 is a release of v0, which is not in kubenode-bake's version table; allowed: ` + knownCNI},
+		{cniPlugins, "1.6.2", `cni_plugins_version: "1.6.2": write it v1.6.2`},
+	} {
+		err := tc.lookup(tc.value)
+		require.Error(t, err, tc.value)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func kubernetes(v string) error { _, err := LookupKubernetes(v); return err }
+func containerd(v string) error { _, err := LookupContainerd(v); return err }
+func cniPlugins(v string) error { _, err := LookupCNIPlugins(v); return err }
 
 func TestLookupsNameTheirKeyAndTheKnownValues(t *testing.T) {
 	for key, lookup := range map[string]func(string) error{
-		"kubernetes_version":  func(v string) error { _, err := LookupKubernetes(v); return err },
-		"containerd_version":  func(v string) error { _, err := LookupContainerd(v); return err },
-		"cni_plugins_version": func(v string) error { _, err := LookupCNIPlugins(v); return err },
-		"windows_version":     func(v string) error { _, err := LookupWindows(v); return err },
+		"kubernetes_version":  kubernetes,
+		"containerd_version":  containerd,
+		"cni_plugins_version": cniPlugins,
 	} {
 		err := lookup("0.0.0-unknown")
 		require.Error(t, err, key)
-		assert.Contains(t, err.Error(), key+`: "0.0.0-unknown" is not in kubenode-bake's version table (known: `)
-		assert.NoError(t, lookup(""), "%s: empty is the newest row", key)
+		assert.Contains(t, err.Error(), key+`: "0.0.0-unknown" `)
+		assert.Contains(t, err.Error(), "allowed: any release ")
+		assert.NoError(t, lookup(""), "%s: empty is the default", key)
 	}
+	k, err := LookupKubernetes("")
+	require.NoError(t, err)
+	assert.Equal(t, defaultVersions.Kubernetes, k.Version)
+	c, err := LookupContainerd("")
+	require.NoError(t, err)
+	assert.Equal(t, defaultVersions.Containerd, c.Version)
+	n, err := LookupCNIPlugins("")
+	require.NoError(t, err)
+	assert.Equal(t, defaultVersions.CNIPlugins, n.Version)
+
+	err = errOf(LookupWindows("0.0.0-unknown"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `windows_version: "0.0.0-unknown" is not in kubenode-bake's version table (known: `)
 	w, err := LookupWindows("")
 	require.NoError(t, err)
 	assert.Equal(t, windowsReleases[len(windowsReleases)-1], w)
@@ -87,6 +207,8 @@ func TestLookupsNameTheirKeyAndTheKnownValues(t *testing.T) {
 		assert.Contains(t, unknown, fmt.Sprintf("%d (Windows Server %s)", r.Build, r.Version))
 	}
 }
+
+func errOf[R any](_ R, err error) error { return err }
 
 func errString(_ WindowsRelease, err error) string {
 	if err == nil {
@@ -112,7 +234,8 @@ func TestWindowsPauseMinimum(t *testing.T) {
 			assert.Contains(t, err.Error(), "the minimum is "+min)
 		}
 		assert.NoError(t, CheckWindowsPause(upstreamPause+"@sha256:"+strings.Repeat("0", 64), w), "a digest is not judged")
-		for _, k := range kubernetesReleases {
+		for _, m := range kubernetesMinors {
+			k := KubernetesRelease{Version: m.Minor + ".0", KubernetesMinor: m}
 			assert.NoError(t, CheckWindowsPause(WindowsPauseImage(k, w), w), "the default passes its own check")
 		}
 	}
@@ -126,42 +249,61 @@ func joinVersion(parts []int) string {
 	return strings.Join(s, ".")
 }
 
-func TestWindowsArtifactsComeFromTheOfficialReleases(t *testing.T) {
-	k, err := LookupKubernetes("")
-	require.NoError(t, err)
-	arts := k.WindowsArtifacts()
-	require.Len(t, arts, 4)
-	for i, name := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner} {
-		assert.Equal(t, name, arts[i].Name)
-		assert.Equal(t, name+".exe", arts[i].FileName)
-		assert.Equal(t, "https://dl.k8s.io/release/"+k.Version+"/bin/windows/amd64/"+name+".exe", arts[i].URL)
-		assert.Equal(t, arts[i].URL+".sha256", arts[i].ChecksumURL)
+// Download URLs are built from the version asked for, whichever patch
+// release it is, each with its published checksum file.
+func TestArtifactsComeFromTheOfficialReleasesOfTheVersionAskedFor(t *testing.T) {
+	for _, v := range []string{"v1.32.9", "v1.34.3", "v1.35.4"} {
+		k, err := LookupKubernetes(v)
+		require.NoError(t, err)
+		arts := k.WindowsArtifacts()
+		require.Len(t, arts, 4)
+		for i, name := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner} {
+			assert.Equal(t, name, arts[i].Name)
+			assert.Equal(t, name+".exe", arts[i].FileName)
+			assert.Equal(t, "https://dl.k8s.io/release/"+v+"/bin/windows/amd64/"+name+".exe", arts[i].URL)
+			assert.Equal(t, arts[i].URL+".sha256", arts[i].ChecksumURL)
+		}
+		arts = k.LinuxArtifacts()
+		require.Len(t, arts, 3)
+		for i, name := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl} {
+			assert.Equal(t, artifactFor(name, name, "https://dl.k8s.io/release/"+v+"/bin/linux/amd64/"+name, ".sha256"), arts[i])
+		}
 	}
-	for _, c := range containerdReleases {
-		a := c.WindowsArtifact()
-		assert.Equal(t, "https://github.com/containerd/containerd/releases/download/v"+c.Version+"/containerd-"+c.Version+"-windows-amd64.tar.gz", a.URL)
-		assert.Equal(t, a.URL+".sha256sum", a.ChecksumURL)
+	for _, tc := range []struct{ version, runc string }{{"1.7.29", "v1.2.6"}, {"2.0.7", "v1.3.6"}, {"2.2.1", "v1.3.6"}} {
+		c, err := LookupContainerd(tc.version)
+		require.NoError(t, err)
+		base := "https://github.com/containerd/containerd/releases/download/v" + tc.version + "/containerd-" + tc.version
+		assert.Equal(t, artifactFor(ArtifactContainerd, "containerd-"+tc.version+"-windows-amd64.tar.gz", base+"-windows-amd64.tar.gz", ".sha256sum"), c.WindowsArtifact())
+		linux := c.LinuxArtifacts()
+		require.Len(t, linux, 2)
+		assert.Equal(t, artifactFor(ArtifactContainerd, "containerd-"+tc.version+"-linux-amd64.tar.gz", base+"-linux-amd64.tar.gz", ".sha256sum"), linux[0])
+		runc := "https://github.com/opencontainers/runc/releases/download/" + tc.runc
+		assert.Equal(t, Artifact{Name: ArtifactRunc, FileName: "runc.amd64", URL: runc + "/runc.amd64", ChecksumURL: runc + "/runc.sha256sum"}, linux[1])
 	}
-	for _, c := range cniPluginsReleases {
-		a := c.WindowsArtifact()
-		assert.Equal(t, "https://github.com/containernetworking/plugins/releases/download/"+c.Version+"/cni-plugins-windows-amd64-"+c.Version+".tgz", a.URL)
-		assert.Equal(t, a.URL+".sha256", a.ChecksumURL)
+	for _, v := range []string{"v1.6.2", "v1.7.1"} {
+		c, err := LookupCNIPlugins(v)
+		require.NoError(t, err)
+		base := "https://github.com/containernetworking/plugins/releases/download/" + v + "/cni-plugins-"
+		assert.Equal(t, artifactFor(ArtifactCNIPlugins, "cni-plugins-windows-amd64-"+v+".tgz", base+"windows-amd64-"+v+".tgz", ".sha256"), c.WindowsArtifact())
+		assert.Equal(t, artifactFor(ArtifactCNIPlugins, "cni-plugins-linux-amd64-"+v+".tgz", base+"linux-amd64-"+v+".tgz", ".sha256"), c.LinuxArtifact())
 	}
+}
+
+// artifactFor is the artifact downloaded from url, checked against url+sum.
+func artifactFor(name, file, url, sum string) Artifact {
+	return Artifact{Name: name, FileName: file, URL: url, ChecksumURL: url + sum}
 }
 
 // versionPatterns match a version of the table written anywhere else: each
 // row's major.minor (with or without v, followed by a dot or the end), the
 // Windows build numbers, and any upstream pause tag.
 func versionPatterns() []*regexp.Regexp {
-	var versions []string
-	for _, r := range kubernetesReleases {
-		versions = append(versions, r.Version, r.PauseImage[strings.LastIndex(r.PauseImage, ":")+1:])
+	versions := []string{defaultVersions.Kubernetes, defaultVersions.Containerd, defaultVersions.CNIPlugins}
+	for _, r := range kubernetesMinors {
+		versions = append(versions, r.Minor, r.PauseImage[strings.LastIndex(r.PauseImage, ":")+1:])
 	}
-	for _, r := range containerdReleases {
-		versions = append(versions, r.Version, r.RuncVersion)
-	}
-	for _, r := range cniPluginsReleases {
-		versions = append(versions, r.Version)
+	for _, r := range containerdMinors {
+		versions = append(versions, r.Minor, r.RuncVersion)
 	}
 	pats := []*regexp.Regexp{regexp.MustCompile(`pause:3\.`), regexp.MustCompile(`\bv1\.\d+\.\d+`)}
 	for _, r := range windowsReleases {
@@ -231,33 +373,42 @@ func TestNoVersionLiteralsOutsideTheTable(t *testing.T) {
 	src, err := os.ReadFile("versions.go")
 	require.NoError(t, err)
 	hits := versionLiterals(t, "versions.go", src, pats)
-	assert.GreaterOrEqual(t, len(hits), len(kubernetesReleases)+len(containerdReleases)+len(cniPluginsReleases))
-	assert.NotEmpty(t, versionLiterals(t, "x.go", []byte("package x\nvar _ = `containerd-"+containerdReleases[0].Version+"-windows`\nvar _ = \"registry.k8s.io/pause:3.99\"\n"), pats))
+	assert.GreaterOrEqual(t, len(hits), 3+len(kubernetesMinors)+len(containerdMinors))
+	for _, lit := range []string{
+		"`containerd-" + defaultVersions.Containerd + "-windows`", // a default
+		`"containerd-" + "` + containerdMinors[0].Minor + `.99"`,  // any patch of a row
+		`"kubelet of ` + kubernetesMinors[0].Minor + `"`,          // a row
+		`"registry.k8s.io/pause:3.99"`,                            // a pause tag
+		`"https://dl.k8s.io/release/v1.99.0/bin"`,                 // any Kubernetes release
+	} {
+		assert.NotEmpty(t, versionLiterals(t, "x.go", []byte("package x\nvar _ = "+lit+"\n"), pats), lit)
+	}
 }
 
-// The docs' list of supported versions is the table's: every row is named
-// in docs/bake.md's "Supported versions" section and every version named
-// there is a row. The README names the Kubernetes releases.
+// The docs' list of supported versions is the table's: every row and
+// default is named in docs/bake.md's "Supported versions" section and every
+// version named there is of the table. The README names the default
+// Kubernetes release.
 func TestDocsNameEveryVersionInTheTable(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/bake.md")
 	require.NoError(t, err)
 	section := markdownSection(t, string(doc), "## Supported versions")
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(readme), "`"+defaultVersions.Kubernetes+"`"), "README.md does not name the default kubernetes_version %s", defaultVersions.Kubernetes)
 
-	var want []string
-	for _, r := range kubernetesReleases {
-		want = append(want, r.Version)
-		assert.True(t, strings.Contains(string(readme), "`"+r.Version+"`"), "README.md does not name kubernetes_version %s", r.Version)
+	want := []string{defaultVersions.Kubernetes, defaultVersions.Containerd, defaultVersions.CNIPlugins}
+	for _, r := range kubernetesMinors {
+		want = append(want, r.Minor)
 		if tag, ok := upstreamPauseTag(r.PauseImage); ok {
 			want = append(want, tag)
 		}
 	}
-	for _, r := range containerdReleases {
-		want = append(want, r.Version, r.RuncVersion)
+	for _, r := range containerdMinors {
+		want = append(want, r.Minor, r.RuncVersion)
 	}
-	for _, r := range cniPluginsReleases {
-		want = append(want, r.Version)
+	for _, r := range cniPluginsMajors {
+		want = append(want, r.Major)
 	}
 	for _, r := range windowsReleases {
 		want = append(want, r.Version)
@@ -267,8 +418,9 @@ func TestDocsNameEveryVersionInTheTable(t *testing.T) {
 		assert.True(t, strings.Contains(section, "`"+v+"`") || strings.Contains(section, ":"+v+"`"),
 			"docs/bake.md, Supported versions: %s from versions.go is not named", v)
 	}
-	// Versions the section names (in backquotes) are rows of the table.
-	for _, m := range regexp.MustCompile("`v?[0-9]+\\.[0-9]+\\.[0-9]+`").FindAllString(section, -1) {
+	// Versions the section names (in backquotes) are of the table: a row,
+	// a default, a pause tag or a runc release.
+	for _, m := range regexp.MustCompile("`v?[0-9]+\\.[0-9]+(\\.[0-9]+)?`").FindAllString(section, -1) {
 		v := strings.Trim(m, "`")
 		assert.Contains(t, want, v, "docs/bake.md, Supported versions: %s is not in versions.go", v)
 	}
@@ -285,4 +437,26 @@ func markdownSection(t *testing.T, doc, heading string) string {
 		rest = rest[:i]
 	}
 	return rest
+}
+
+// The options' documentation (config.go's field comments, rendered into
+// the docs) names the defaults and the range of the table.
+func TestOptionDocsNameTheTable(t *testing.T) {
+	src, err := os.ReadFile("config.go")
+	require.NoError(t, err)
+	doc := strings.Join(slices.DeleteFunc(strings.Fields(string(src)), func(w string) bool { return w == "//" }), " ")
+	var ctr []string
+	for _, r := range containerdMinors {
+		ctr = append(ctr, r.Minor)
+	}
+	for _, want := range []string{
+		"Default `" + defaultVersions.Kubernetes + "`",
+		"Default `" + defaultVersions.Containerd + "`",
+		"Default `" + defaultVersions.CNIPlugins + "`",
+		"(" + kubernetesMinors[0].Minor + " to " + kubernetesMinors[len(kubernetesMinors)-1].Minor + ";",
+		"(" + strings.Join(ctr, ", ") + ")",
+		"any " + cniPluginsMajors[len(cniPluginsMajors)-1].Major + " release",
+	} {
+		assert.Contains(t, doc, want, "config.go")
+	}
 }

@@ -264,8 +264,8 @@ func (p WindowsPlan) joinerConfig() ([]byte, error) {
 	if args == nil {
 		args = map[string]string{}
 	}
-	if _, set := args["pod-infra-container-image"]; !set && p.Kubernetes.PodInfraContainerImageFlag {
-		args["pod-infra-container-image"] = p.PauseImage
+	if _, set := args[podInfraContainerImage]; !set && p.Kubernetes.PodInfraContainerImageFlag {
+		args[podInfraContainerImage] = p.PauseImage
 	}
 	for _, name := range sortedKeys(args) {
 		jc.KubeletExtraArgs = append(jc.KubeletExtraArgs, kubeadmv1.Arg{Name: name, Value: args[name]})

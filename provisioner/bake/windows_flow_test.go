@@ -438,7 +438,7 @@ func TestWindowsPlanFromConfig(t *testing.T) {
 	assert.ErrorContains(t, err, `containerd_source: "package" is Linux-only`)
 	c.ContainerdSource, c.KubernetesVersion = "tarball", "v0.0.0"
 	_, _, err = c.windowsPlan(win)
-	assert.ErrorContains(t, err, `kubernetes_version: "v0.0.0" is not in kubenode-bake's version table`)
+	assert.ErrorContains(t, err, `kubernetes_version: v0.0.0 is a release of v0.0, which is not in kubenode-bake's version table`)
 }
 
 // provisionWindows: the guest's build picks the Windows row, artifacts come

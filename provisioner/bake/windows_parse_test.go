@@ -72,3 +72,32 @@ func TestWindowsCloserPowersOffInFinally(t *testing.T) {
 	}
 	assert.NotContains(t, closing, "shutdown.exe")
 }
+
+// TestWindowsKubeletStepChecksTheVersions: in the parsed kubelet step, an
+// if statement per binary compares what it reports with
+// kubernetes_version and throws naming both, before the service is set up.
+func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
+	for name, p := range windowsCases(t) {
+		p = p.withDefaults()
+		script, err := windowsKubelet(p)
+		require.NoError(t, err, name)
+		tree, err := pwsh.Parse(script)
+		require.NoError(t, err)
+		require.Empty(t, tree.Errors(), name)
+		var checks []string
+		for _, n := range tree.Nodes("if_statement") {
+			if strings.Contains(n, "throw ('kubernetes_version is ") {
+				checks = append(checks, n)
+			}
+		}
+		tree.Close()
+		require.Len(t, checks, 2, name)
+		ver := p.Kubernetes.Version
+		for i, bin := range []string{"kubelet", "kubeadm"} {
+			assert.Contains(t, checks[i], "if ($version -cne '"+ver+"')", name)
+			assert.Contains(t, checks[i], "'kubernetes_version is "+ver+" but the "+bin+" at C:\\k\\"+bin+".exe reports ' + $version + ': give the "+bin+" of "+ver, name)
+		}
+		s := string(script)
+		assert.Less(t, strings.Index(s, "kubernetes_version is "), strings.Index(s, "sc.exe"), "%s: checked before the service is registered", name)
+	}
+}

@@ -553,15 +553,22 @@ func windowsKubelet(p WindowsPlan) ([]byte, error) {
 	for _, c := range copies {
 		s.Line("Copy-KubenodeFile -Source %s -Destination %s | Out-Null", powershell.Quote(c[0]), powershell.Quote(c[1]))
 	}
-	s.Comment("The binaries must be the release asked for.")
-	s.Line("$version = (& %s --version) -join ' '", powershell.Quote(k+`\`+p.Files.Kubelet))
-	s.Line("if ($version.Trim() -cne ('Kubernetes ' + %s)) {", powershell.Quote(ver))
-	s.Line("    throw ('kubelet.exe reports ' + $version + ', want ' + %s)", powershell.Quote(ver))
-	s.Line("}")
-	s.Line("$version = (& %s version -o short) -join ' '", powershell.Quote(k+`\`+p.Files.Kubeadm))
-	s.Line("if ($version.Trim() -cne %s) {", powershell.Quote(ver))
-	s.Line("    throw ('kubeadm.exe reports ' + $version + ', want ' + %s)", powershell.Quote(ver))
-	s.Line("}")
+	s.Comment("The binaries must be the release asked for: local artifacts may be of any version,")
+	s.Comment("and kubernetes_version decides the pause image and the kubelet flags.")
+	s.Comment("`kubelet --version` prints \"Kubernetes vX.Y.Z\", `kubeadm version -o short` \"vX.Y.Z\".")
+	for _, c := range []struct{ name, file, args string }{
+		{"kubelet", p.Files.Kubelet, "--version"}, {"kubeadm", p.Files.Kubeadm, "version -o short"},
+	} {
+		bin := k + `\` + c.file
+		s.Line("$version = (((& %s %s) -join ' ').Trim() -split ' ')[-1]", powershell.Quote(bin), c.args)
+		s.Line("if (-not $version) {")
+		s.Line("    $version = 'no version'")
+		s.Line("}")
+		s.Line("if ($version -cne %s) {", powershell.Quote(ver))
+		s.Line("    throw (%s + $version + %s)", powershell.Quote("kubernetes_version is "+ver+" but the "+c.name+" at "+bin+" reports "),
+			powershell.Quote(": give the "+c.name+" of "+ver+" (artifacts."+c.name+" or artifacts_dir), or set kubernetes_version to the version of the binaries you give"))
+		s.Line("}")
+	}
 	say(s, "", "ok: kubelet and kubeadm are "+ver)
 	s.Line("Add-KubenodeMachinePath -Dir %s", powershell.Quote(k))
 	s.Blank()

@@ -28,12 +28,19 @@ func mustWindows(t *testing.T, v string) WindowsRelease {
 	return w
 }
 
-// newestContainerd is the newest row writing the given config version.
+// newestContainerd is the default containerd release when it writes the
+// given config version, else the first release (x.y.0) of the newest row
+// that does.
 func newestContainerd(t *testing.T, configVersion int) ContainerdRelease {
 	t.Helper()
-	for _, r := range slices.Backward(containerdReleases) {
+	if c, err := LookupContainerd(""); err == nil && c.ConfigVersion == configVersion {
+		return c
+	}
+	for _, r := range slices.Backward(containerdMinors) {
 		if r.ConfigVersion == configVersion {
-			return r
+			c, err := LookupContainerd(r.Minor + ".0")
+			require.NoError(t, err)
+			return c
 		}
 	}
 	t.Fatalf("no containerd row with config version %d", configVersion)
@@ -62,8 +69,13 @@ func windowsCases(t *testing.T) map[string]WindowsPlan {
 	old.Proxy = Proxy{HTTP: "http://proxy.example:3128", HTTPS: "http://user:it's@proxy.example:3128", No: "10.0.0.0/8,.cluster.local"}
 	old.NodeLabels = map[string]string{"example.com/pool": "windows-2019"}
 
+	// The newest Kubernetes minor, whose kubelet has no
+	// --pod-infra-container-image: the joiner is not given it.
 	desktop := basePlan(t)
 	desktop.Windows = mustWindows(t, "2022")
+	newest, err := LookupKubernetes(kubernetesMinors[len(kubernetesMinors)-1].Minor + ".0")
+	require.NoError(t, err)
+	desktop.Kubernetes = newest
 
 	current := basePlan(t)
 	current.Windows = mustWindows(t, "2025")

@@ -86,14 +86,22 @@ Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kubelet.exe' -Destination 'C
 Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kubeadm.exe' -Destination 'C:\k\kubeadm.exe' | Out-Null
 Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kubectl.exe' -Destination 'C:\k\kubectl.exe' | Out-Null
 Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kube-log-runner.exe' -Destination 'C:\k\kube-log-runner.exe' | Out-Null
-# The binaries must be the release asked for.
-$version = (& 'C:\k\kubelet.exe' --version) -join ' '
-if ($version.Trim() -cne ('Kubernetes ' + 'v1.33.13')) {
-    throw ('kubelet.exe reports ' + $version + ', want ' + 'v1.33.13')
+# The binaries must be the release asked for: local artifacts may be of any version,
+# and kubernetes_version decides the pause image and the kubelet flags.
+# `kubelet --version` prints "Kubernetes vX.Y.Z", `kubeadm version -o short` "vX.Y.Z".
+$version = (((& 'C:\k\kubelet.exe' --version) -join ' ').Trim() -split ' ')[-1]
+if (-not $version) {
+    $version = 'no version'
 }
-$version = (& 'C:\k\kubeadm.exe' version -o short) -join ' '
-if ($version.Trim() -cne 'v1.33.13') {
-    throw ('kubeadm.exe reports ' + $version + ', want ' + 'v1.33.13')
+if ($version -cne 'v1.33.13') {
+    throw ('kubernetes_version is v1.33.13 but the kubelet at C:\k\kubelet.exe reports ' + $version + ': give the kubelet of v1.33.13 (artifacts.kubelet or artifacts_dir), or set kubernetes_version to the version of the binaries you give')
+}
+$version = (((& 'C:\k\kubeadm.exe' version -o short) -join ' ').Trim() -split ' ')[-1]
+if (-not $version) {
+    $version = 'no version'
+}
+if ($version -cne 'v1.33.13') {
+    throw ('kubernetes_version is v1.33.13 but the kubeadm at C:\k\kubeadm.exe reports ' + $version + ': give the kubeadm of v1.33.13 (artifacts.kubeadm or artifacts_dir), or set kubernetes_version to the version of the binaries you give')
 }
 Write-Host 'ok: kubelet and kubeadm are v1.33.13'
 Add-KubenodeMachinePath -Dir 'C:\k'
