@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // execHost runs programs; the OS-specific parts are in host_*.go.
@@ -15,11 +16,18 @@ type execHost struct{}
 func (execHost) Output(ctx context.Context, env []string, path string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, lookPath(env, path), args...)
 	cmd.Env = env
+	// When ctx ends, a child the program left holding stdout must not keep
+	// Output waiting.
+	cmd.WaitDelay = time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("`%s %s`: %w: %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		err = fmt.Errorf("`%s %s`: %w", path, strings.Join(args, " "), err)
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
 }

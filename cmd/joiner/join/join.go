@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/phases"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -78,6 +79,10 @@ type data struct {
 	serverURL     string
 	serverVersion *version.Info
 	kubeadmFlags  []string // the kubelet flags kubeadm will write (labels, taints, name)
+	// kubeadmVersion is the node's kubeadm's, and kubeadmAPI the
+	// JoinConfiguration API it reads (set by preflight).
+	kubeadmVersion *utilversion.Version
+	kubeadmAPI     *KubeadmAPI
 }
 
 // Phases are the join's phases, in order.

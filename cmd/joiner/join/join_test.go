@@ -21,11 +21,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
+	kubeadmv1beta3 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta3"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"sigs.k8s.io/yaml"
 )
@@ -45,6 +49,8 @@ type fakeHost struct {
 	kubeadmConfig     []byte
 	prepared, applied []string
 	flagsEnv          string
+	// version is what the kubelet and kubeadm report.
+	version string
 }
 
 func (h *fakeHost) record(s string) { h.mu.Lock(); h.calls = append(h.calls, s); h.mu.Unlock() }
@@ -66,9 +72,9 @@ func (h *fakeHost) RestartKubelet(_ context.Context, f []string) error {
 func (h *fakeHost) Output(_ context.Context, _ []string, path string, args ...string) (string, error) {
 	h.record(path + " " + strings.Join(args, " "))
 	if path == "kubelet" {
-		return "Kubernetes v1.33.13", nil
+		return "Kubernetes " + h.version, nil
 	}
-	return "v1.33.13", nil
+	return h.version, nil
 }
 
 func (h *fakeHost) Run(_ context.Context, _ []string, w io.Writer, path string, args ...string) error {
@@ -82,8 +88,10 @@ func (h *fakeHost) Run(_ context.Context, _ []string, w io.Writer, path string, 
 		fmt.Fprintln(w, "error execution phase kubelet-start: timed out waiting for the condition")
 		return fmt.Errorf("exit status 1")
 	}
-	var jc kubeadmv1.JoinConfiguration
-	require.NoError(h.t, yaml.Unmarshal(h.kubeadmConfig, &jc))
+	// Read as kubeadm reads it, whichever API version it is in.
+	obj, err := runtime.Decode(kubeadmscheme.Codecs.UniversalDecoder(), h.kubeadmConfig)
+	require.NoError(h.t, err)
+	jc := obj.(*kubeadmapi.JoinConfiguration)
 	require.NoError(h.t, os.WriteFile(h.paths.KubeletConf, []byte(kubeletConf), 0o600))
 	if h.flagsEnv != "" {
 		require.NoError(h.t, os.WriteFile(h.paths.KubeadmFlags, []byte(h.flagsEnv), 0o644))
@@ -139,7 +147,7 @@ func newEnv(t *testing.T, seedConfig string) *env {
 	require.NoError(t, os.WriteFile(e.paths.Hosts, []byte("127.0.0.1 localhost\n"), 0o644))
 	e.client = fake.NewClientset(jointest.ClusterInfo(t, e.ca, "https://10.0.2.2:6443", jointest.Token))
 	e.client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.33.13", Major: "1", Minor: "33"}
-	e.host = &fakeHost{t: t, paths: e.paths, client: e.client}
+	e.host = &fakeHost{t: t, paths: e.paths, client: e.client, version: "v1.33.13"}
 	require.NoError(t, os.MkdirAll(filepath.Dir(e.paths.Config), 0o755))
 	require.NoError(t, os.WriteFile(e.paths.Config, []byte(strings.ReplaceAll(seedConfig, "HASH", e.ca.Hash())), 0o600))
 	e.opts = join.Options{
@@ -172,7 +180,7 @@ func TestJoinEndToEndOnFakes(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), e.host.kubeadmConfigMode, "kubeadm's config holds the token")
 
 	var jc kubeadmv1.JoinConfiguration
-	require.NoError(t, yaml.Unmarshal(e.host.kubeadmConfig, &jc))
+	require.NoError(t, yaml.UnmarshalStrict(e.host.kubeadmConfig, &jc))
 	assert.Equal(t, "kubeadm.k8s.io/v1beta4", jc.APIVersion)
 	assert.Equal(t, "JoinConfiguration", jc.Kind)
 	assert.Equal(t, "win-node-1", jc.NodeRegistration.Name)
@@ -195,6 +203,7 @@ func TestJoinEndToEndOnFakes(t *testing.T) {
 	assert.Equal(t, []string{"--hostname-override=win-node-1", "--node-labels=example.com/pool=lab", "--register-with-taints=os=windows:NoSchedule", "--v=2"}, e.host.prepared)
 	assert.Contains(t, e.log.String(), "node win-node-1 joined the cluster and is Ready")
 	assert.Contains(t, e.log.String(), "[discovery] cluster-info signed for token abcdef")
+	assert.Contains(t, e.log.String(), "[kubeadm-config] wrote "+e.paths.KubeadmConfig+": a kubeadm.k8s.io/v1beta4 JoinConfiguration, for kubeadm v1.33.13\n")
 
 	// Again: already a member, nothing runs but the (idempotent) disable.
 	before := len(e.host.calls)
@@ -205,6 +214,50 @@ func TestJoinEndToEndOnFakes(t *testing.T) {
 	assert.Contains(t, e.log.String(), "already a member")
 	after, _ := os.ReadFile(e.paths.Hosts)
 	assert.Equal(t, hosts, after)
+}
+
+// kubeadm v1.30 refuses v1beta4 in `kubeadm join --config` (an
+// experimental API there): a node with kubeadm v1.30 gets v1beta3, with the
+// same settings, and its token is gone just the same afterwards.
+func TestJoinWithKubeadmV130WritesV1beta3(t *testing.T) {
+	e := newEnv(t, strings.Replace(goodConfig, "seed: 1s}", "seed: 1s, tlsBootstrap: 10m}", 1))
+	e.host.version = "v1.30.14"
+	e.client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.30.14", Major: "1", Minor: "30"}
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+
+	assert.Contains(t, e.host.calls, "kubeadm version -o short")
+	var jc kubeadmv1beta3.JoinConfiguration
+	require.NoError(t, yaml.UnmarshalStrict(e.host.kubeadmConfig, &jc), "a v1beta3 document with no field v1beta3 lacks")
+	assert.Equal(t, "kubeadm.k8s.io/v1beta3", jc.APIVersion)
+	assert.Equal(t, "win-node-1", jc.NodeRegistration.Name)
+	assert.Equal(t, map[string]string{"v": "2", "node-labels": "example.com/pool=lab"}, jc.NodeRegistration.KubeletExtraArgs)
+	assert.Equal(t, &metav1.Duration{Duration: time.Second}, jc.Discovery.Timeout)
+	assert.Equal(t, []string{e.ca.Hash()}, jc.Discovery.BootstrapToken.CACertHashes)
+	assert.Contains(t, e.log.String(), "a kubeadm.k8s.io/v1beta3 JoinConfiguration, for kubeadm v1.30.14\n")
+	assert.Contains(t, e.log.String(), "[kubeadm-config] NOTE: kubeadm v1.30.14 waits a fixed 5m0s for the kubelet's TLS bootstrap "+
+		"(a kubeadm.k8s.io/v1beta3 JoinConfiguration cannot set it): timeouts.tlsBootstrap 10m0s is not used")
+
+	node, err := e.client.CoreV1().Nodes().Get(context.Background(), "win-node-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "lab", node.Labels["example.com/pool"])
+	_, err = os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, err, os.ErrNotExist, "kubeadm's config (with the token) is removed")
+	cfg, _ := os.ReadFile(e.paths.Config)
+	assert.NotContains(t, string(cfg), "0123456789abcdef", "the token is scrubbed from the config file")
+}
+
+// A kubeadm that does not say its version stops the join in preflight,
+// naming the binary, before anything holding the token is written.
+func TestUnreadableKubeadmVersionFailsPreflight(t *testing.T) {
+	e := newEnv(t, goodConfig+"kubeadmPath: /opt/bin/kubeadm\n")
+	e.host.version = "garbage"
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "phase preflight: ")
+	assert.Contains(t, err.Error(), "kubeadm: `/opt/bin/kubeadm version -o short` printed \"garbage\", not a version vX.Y.Z")
+	assert.NotContains(t, e.host.calls, "/opt/bin/kubeadm join --config "+e.paths.KubeadmConfig, "kubeadm join never ran")
+	_, statErr := os.Stat(e.paths.KubeadmConfig)
+	assert.ErrorIs(t, statErr, os.ErrNotExist)
 }
 
 func TestKubeletServiceGetsKubeadmFlagsThenOurs(t *testing.T) {

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
-	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"sigs.k8s.io/yaml"
 )
 
@@ -211,66 +210,44 @@ func preflight(ctx context.Context, d *data) error {
 		kubeadm = "kubeadm"
 	}
 	server := d.serverVersion
-	if out, err := h.Output(ctx, d.opts.Env, kubelet, "--version"); err != nil {
+	if out, err := versionOutput(ctx, h, d.opts.Env, kubelet, "--version"); err != nil {
 		problems = append(problems, fmt.Errorf("kubelet: %w (kubenode-bake installs it)", err))
 	} else if err := CheckSkew("kubelet", strings.TrimPrefix(out, "Kubernetes "), server, -3, 0); err != nil {
 		problems = append(problems, err)
 	}
-	if out, err := h.Output(ctx, d.opts.Env, kubeadm, "version", "-o", "short"); err != nil {
-		problems = append(problems, fmt.Errorf("kubeadm: %w (kubenode-bake installs it)", err))
-	} else if err := CheckSkew("kubeadm", out, server, 0, 1); err != nil {
+	// kubeadm's version also decides the JoinConfiguration's API.
+	if v, err := KubeadmVersion(ctx, h, d.opts.Env, kubeadm); err != nil {
 		problems = append(problems, err)
+	} else if err := CheckSkew("kubeadm", "v"+v.String(), server, 0, 1); err != nil {
+		problems = append(problems, err)
+	} else if api, err := KubeadmAPIFor(v); err != nil {
+		problems = append(problems, err)
+	} else {
+		d.kubeadmVersion, d.kubeadmAPI = v, &api
 	}
 	return errors.Join(problems...)
 }
 
-// writeKubeadmConfig writes kubeadm's JoinConfiguration (mode 0600: it holds
-// the token).
+// writeKubeadmConfig writes kubeadm's JoinConfiguration in the API read by
+// the kubeadm preflight found (mode 0600: it holds the token).
 func writeKubeadmConfig(_ context.Context, d *data) error {
-	jc := KubeadmJoinConfiguration(d.cfg)
-	data, err := yaml.Marshal(jc)
+	if d.kubeadmAPI == nil {
+		return errors.New("kubeadm's version is not known: the preflight phase did not run")
+	}
+	data, err := RenderKubeadmJoinConfiguration(d.cfg, *d.kubeadmAPI)
 	if err != nil {
 		return err
 	}
 	d.kubeadmFlags = KubeletRegistrationFlags(d.cfg)
-	return config.WriteFileAtomic(d.opts.Paths.KubeadmConfig, data, 0o600)
-}
-
-// KubeadmJoinConfiguration is the kubeadm v1beta4 JoinConfiguration for cfg:
-// token discovery with the CA pinned, labels through the kubelet's
-// --node-labels, taints through nodeRegistration.
-func KubeadmJoinConfiguration(cfg *config.Config) *kubeadmv1.JoinConfiguration {
-	args := slices.Clone(cfg.KubeletExtraArgs)
-	if labels := labelList(cfg.Labels); labels != "" {
-		args = append(args, kubeadmv1.Arg{Name: "node-labels", Value: labels})
+	if err := config.WriteFileAtomic(d.opts.Paths.KubeadmConfig, data, 0o600); err != nil {
+		return err
 	}
-	taints := cfg.Taints
-	if taints == nil {
-		taints = []corev1.Taint{} // nil would mean kubeadm's defaults
+	fmt.Fprintf(d.opts.Log, "[kubeadm-config] wrote %s: a %s JoinConfiguration, for kubeadm v%s\n",
+		d.opts.Paths.KubeadmConfig, d.kubeadmAPI.GroupVersion, d.kubeadmVersion)
+	if note := tlsBootstrapNote(d.cfg, *d.kubeadmAPI, d.kubeadmVersion); note != "" {
+		fmt.Fprintf(d.opts.Log, "[kubeadm-config] NOTE: %s\n", note)
 	}
-	return &kubeadmv1.JoinConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: kubeadmv1.SchemeGroupVersion.String(), Kind: "JoinConfiguration"},
-		NodeRegistration: kubeadmv1.NodeRegistrationOptions{
-			Name:                  cfg.NodeName,
-			CRISocket:             cfg.CRISocket,
-			Taints:                taints,
-			KubeletExtraArgs:      args,
-			IgnorePreflightErrors: cfg.IgnorePreflightErrors,
-		},
-		Discovery: kubeadmv1.Discovery{
-			BootstrapToken: &kubeadmv1.BootstrapTokenDiscovery{
-				Token:                    cfg.Token,
-				APIServerEndpoint:        cfg.APIServerEndpoint,
-				CACertHashes:             cfg.CACertHashes,
-				UnsafeSkipCAVerification: cfg.UnsafeSkipCAVerification,
-			},
-			TLSBootstrapToken: cfg.Token,
-		},
-		Timeouts: &kubeadmv1.Timeouts{
-			Discovery:    cfg.Timeouts.Discovery,
-			TLSBootstrap: cfg.Timeouts.TLSBootstrap,
-		},
-	}
+	return nil
 }
 
 // KubeletRegistrationFlags are the flags the kubelet must have at its
