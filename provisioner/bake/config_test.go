@@ -226,7 +226,7 @@ func TestPrepareRefusesUnknownVersions(t *testing.T) {
 // on either guest OS, with the default containerd and CNI plugins; the
 // release asked for is the one installed.
 func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
-	for _, v := range []string{"v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4"} {
+	for _, v := range []string{"v1.30.14", "v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4"} {
 		for _, guest := range []string{"linux", "windows", ""} {
 			var c Config
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": v}), "%s on %q", v, guest)
@@ -236,9 +236,13 @@ func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
 			assert.Contains(t, arts[0].URL, "/release/"+v+"/")
 		}
 	}
+	// Every minor takes the joiner: it writes the JoinConfiguration in the
+	// API the node's kubeadm reads (v1beta3 for v1.30, v1beta4 from v1.31).
 	for _, m := range kubernetesMinors {
-		var c Config
-		require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": false}), m.Minor)
+		for _, joiner := range []bool{true, false} {
+			var c Config
+			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": joiner}), "%s, install_joiner = %t", m.Minor, joiner)
+		}
 	}
 	for _, v := range []string{"1.7.27", "2.0.7", "2.1.4", "2.2.1"} {
 		var c Config
@@ -249,14 +253,8 @@ func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
 // The combinations the table says do not work fail `packer validate`,
 // naming the key and what to do instead.
 func TestPrepareRefusesReleasesThatDoNotWorkTogether(t *testing.T) {
-	var c Config
-	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.30.14"})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "kubernetes_version: kubeadm v1.30.14 refuses the joiner's kubeadm.k8s.io/v1beta4 JoinConfiguration "+
-		"(an experimental API before v1.31); use a release of v1.31 or later, or set install_joiner = false")
-
 	var flag Config
-	err = flag.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.35.4",
+	err := flag.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.35.4",
 		"kubelet_extra_args": map[string]string{"pod-infra-container-image": "registry.example/pause:1"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `kubelet_extra_args["pod-infra-container-image"]: the kubelet of Kubernetes v1.35 has no such flag and would not start`)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
-	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
 // validateNode checks, for Linux and Windows guests alike, what the image
@@ -41,9 +40,10 @@ func (c *Config) validateNode() []error {
 
 // validateVersions looks the three versions up in the table and checks that
 // the releases work together: containerd's config version with the
-// Kubernetes minor (containerd's recommendations), the joiner's kubeadm
-// configuration with kubeadm, and a kubelet flag the kubelet may no longer
-// have. Call it after the defaults are set.
+// Kubernetes minor (containerd's recommendations), and a kubelet flag the
+// kubelet may no longer have. (The joiner writes its JoinConfiguration in
+// the API the node's kubeadm reads, so every minor takes it.) Call it after
+// the defaults are set.
 func (c *Config) validateVersions() []error {
 	k8s, errK := LookupKubernetes(c.KubernetesVersion)
 	ctr, errC := LookupContainerd(c.ContainerdVersion)
@@ -68,18 +68,6 @@ func (c *Config) validateVersions() []error {
 		}
 		errs = append(errs, fmt.Errorf("containerd_version: containerd %s is not recommended for Kubernetes %s (config version %d); use a release of %s",
 			ctr.Version, k8s.Minor, ctr.ConfigVersion, strings.Join(minors, ", ")))
-	}
-	if (c.InstallJoiner == nil || *c.InstallJoiner) && !k8s.KubeadmV1Beta4 {
-		var from string
-		for _, r := range kubernetesMinors {
-			if r.KubeadmV1Beta4 {
-				from = r.Minor
-				break
-			}
-		}
-		errs = append(errs, fmt.Errorf("kubernetes_version: kubeadm %s refuses the joiner's %s JoinConfiguration (an experimental API before %s); "+
-			"use a release of %s or later, or set install_joiner = false and join the node another way",
-			k8s.Version, kubeadmv1.SchemeGroupVersion, from, from))
 	}
 	if _, set := c.KubeletExtraArgs[podInfraContainerImage]; set && !k8s.PodInfraContainerImageFlag {
 		errs = append(errs, fmt.Errorf("kubelet_extra_args[%q]: the kubelet of Kubernetes %s has no such flag and would not start "+

@@ -31,9 +31,6 @@ import (
 //     postupgrade.go, kubernetes/kubeadm#3108) and
 //     cmd/kubeadm/app/phases/kubelet/flags.go (kubeadm join writes it up to
 //     v1.34).
-//   - KubeadmV1Beta4: cmd/kubeadm/app/util/config/common.go
-//     validateSupportedVersion: kubeadm.k8s.io/v1beta4 is an experimental
-//     API in v1.30, which `kubeadm join --config` refuses; GA from v1.31.
 //   - ContainerdConfigVersions: containerd RELEASES.md "Kubernetes Support"
 //     (v1.30 to v1.33: 2.1.0+, 2.0.x, 1.7.x; v1.34: 2.1.3+, 2.0.6+, 1.7.28+;
 //     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36 lists 2.x only).
@@ -74,9 +71,6 @@ type KubernetesMinor struct {
 	// names the image containerd actually runs; where false, a kubelet
 	// given the flag does not start.
 	PodInfraContainerImageFlag bool
-	// KubeadmV1Beta4: `kubeadm join --config` reads the joiner's
-	// kubeadm.k8s.io/v1beta4 JoinConfiguration.
-	KubeadmV1Beta4 bool
 	// ContainerdConfigVersions are the config versions of the containerd
 	// releases containerd recommends for this minor (2: containerd 1.x,
 	// 3: containerd 2.x).
@@ -161,11 +155,11 @@ const featureOverrides = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureMan
 var (
 	kubernetesMinors = []KubernetesMinor{
 		{Minor: "v1.30", PauseImage: upstreamPause + ":3.9", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.31", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.32", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.33", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.34", PauseImage: upstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.35", PauseImage: upstreamPause + ":3.10.1", KubeadmV1Beta4: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.31", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.32", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.33", PauseImage: upstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.34", PauseImage: upstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.35", PauseImage: upstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3}},
 	}
 	containerdMinors = []ContainerdMinor{
 		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6"},

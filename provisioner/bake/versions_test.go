@@ -85,14 +85,14 @@ func TestVersionTableRowsAreConsistent(t *testing.T) {
 func TestKubernetesFactsPerMinor(t *testing.T) {
 	for _, tc := range []struct {
 		version, minor, pause string
-		podInfraFlag, v1beta4 bool
+		podInfraFlag          bool
 	}{
-		{"v1.30.14", "v1.30", "3.9", true, false},
-		{"v1.31.0", "v1.31", "3.10", true, true},
-		{"v1.32.9", "v1.32", "3.10", true, true},
-		{"v1.33.13", "v1.33", "3.10", true, true},
-		{"v1.34.3", "v1.34", "3.10.1", true, true},
-		{"v1.35.4", "v1.35", "3.10.1", false, true},
+		{"v1.30.14", "v1.30", "3.9", true},
+		{"v1.31.0", "v1.31", "3.10", true},
+		{"v1.32.9", "v1.32", "3.10", true},
+		{"v1.33.13", "v1.33", "3.10", true},
+		{"v1.34.3", "v1.34", "3.10.1", true},
+		{"v1.35.4", "v1.35", "3.10.1", false},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			k, err := LookupKubernetes(tc.version)
@@ -101,7 +101,6 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 			assert.Equal(t, tc.minor, k.Minor)
 			assert.Equal(t, "registry.k8s.io/pause:"+tc.pause, k.PauseImage)
 			assert.Equal(t, tc.podInfraFlag, k.PodInfraContainerImageFlag)
-			assert.Equal(t, tc.v1beta4, k.KubeadmV1Beta4)
 			assert.Equal(t, []int{2, 3}, k.ContainerdConfigVersions, "containerd 1.7 and 2.x are recommended for every minor from v1.30 to v1.35")
 		})
 	}
