@@ -49,7 +49,9 @@ type peerMarkers struct{ ssh, finishing string }
 // shutdown), finish-s (the rest: the image's conversion and compression)
 // and bytes (the output image). Run with -benchtime 1x: each build takes
 // minutes. KUBENODE_BENCH_QEMU_BACKING_FILE=1 also runs the qemu build with
-// use_backing_file = true.
+// use_backing_file = true; KUBENODE_BENCH_PEER_LOGDIR=dir keeps each
+// build's packer output there, every line prefixed with the seconds since
+// the build started.
 func BenchmarkPeerBuild(b *testing.B) {
 	harness.Libvirtd(b)
 	base := harness.BaseDisk(b)
@@ -129,6 +131,15 @@ func peerBuild(b *testing.B, packer, plugins, work, template, image string, m pe
 		cmd.Stderr = cmd.Stdout
 		var log bytes.Buffer
 		var mu sync.Mutex
+		var timed io.Writer = io.Discard
+		if dir := os.Getenv("KUBENODE_BENCH_PEER_LOGDIR"); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(b.Name(), "/", "_"), i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			timed = f
+		}
 		ssh, finishing = 0, 0
 		b.StartTimer()
 		start := time.Now()
@@ -141,6 +152,7 @@ func peerBuild(b *testing.B, packer, plugins, work, template, image string, m pe
 			sc := bufio.NewScanner(io.TeeReader(pipe, &log))
 			for sc.Scan() {
 				line := sc.Text()
+				fmt.Fprintf(timed, "%7.1f %s\n", time.Since(start).Seconds(), line)
 				mu.Lock()
 				if ssh == 0 && strings.Contains(line, m.ssh) {
 					ssh = time.Since(start)
