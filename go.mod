@@ -6,6 +6,7 @@ replace github.com/zclconf/go-cty => github.com/nywilken/go-cty v1.13.3
 
 require (
 	github.com/airbus-cert/tree-sitter-powershell v0.25.10
+	github.com/beevik/etree v1.6.0
 	github.com/digitalocean/go-libvirt v0.0.0-20260217163227-273eaa321819
 	github.com/hashicorp/hcl/v2 v2.24.0
 	github.com/hashicorp/packer-plugin-sdk v0.6.10

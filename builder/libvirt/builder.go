@@ -92,7 +92,17 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 func (b *Builder) steps() []multistep.Step {
 	c := &b.config
 	var steps []multistep.Step
-	if c.DiskImage == "" {
+	switch {
+	case c.diskImageFromISOURL():
+		steps = append(steps, &commonsteps.StepDownload{
+			Checksum:    c.ISOChecksum,
+			Description: "disk image",
+			Extension:   c.TargetExtension,
+			ResultKey:   stateBaseDisk,
+			TargetPath:  c.TargetPath,
+			Url:         c.ISOUrls,
+		})
+	case c.DiskImage == "":
 		steps = append(steps, &commonsteps.StepDownload{
 			Checksum:    c.ISOChecksum,
 			Description: "ISO",
@@ -101,6 +111,13 @@ func (b *Builder) steps() []multistep.Step {
 			TargetPath:  c.TargetPath,
 			Url:         c.ISOUrls,
 		}, &stepCheckInstallImage{})
+	}
+	// disk_image, virtio_win_iso and extra_cdroms given as URLs or with
+	// checksums: fetched and checked into Packer's cache.
+	for _, f := range c.sourceFiles() {
+		if f.download() {
+			steps = append(steps, f.step())
+		}
 	}
 	steps = append(steps,
 		&commonsteps.StepOutputDir{Force: c.PackerForce, Path: c.OutputDir},

@@ -1,4 +1,4 @@
-//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,WindowsSeedConfig,LinuxSeedConfig
+//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,WindowsSeedConfig,LinuxSeedConfig,DomainXMLPatch
 //go:generate bash ../../scripts/struct-markdown.sh
 
 package libvirt
@@ -48,8 +48,20 @@ type Config struct {
 	// build password, crosses the network unencrypted.
 	LibvirtURI string `mapstructure:"libvirt_uri"`
 	// A base disk (qcow2 or raw) to start from instead of installing from
-	// `iso_url`, e.g. a cloud image. Either `iso_url` or `disk_image` is required.
+	// `iso_url`, e.g. a cloud image: a local path, or a URL (what `iso_url`
+	// takes: https://, file://, s3::, ...), downloaded into Packer's cache
+	// and checked against `disk_image_checksum`. Either `iso_url` or
+	// `disk_image` is required. As in the qemu builder, `disk_image = true`
+	// with `iso_url` and `iso_checksum` boots `iso_url` as the disk image
+	// (in HCL the bool arrives as the string "true"; `false` is the same as
+	// unset). `disk_size` grows the disk; it cannot be smaller than the
+	// image's virtual size.
 	DiskImage string `mapstructure:"disk_image"`
+	// The checksum of a `disk_image` path or URL, in `iso_checksum`'s
+	// forms: `sha256:<hex>` (or md5, sha1, sha512), `file:<URL or path of
+	// a checksum file>`, or `none`. Required for a URL; a local path
+	// without one is used as it is.
+	DiskImageChecksum string `mapstructure:"disk_image_checksum"`
 	// Use `disk_image` as the qcow2 backing file of the build disk (a linked
 	// clone: fast, no copy) instead of copying it. The exported image is
 	// always a full, flattened qcow2. Default true.
@@ -59,10 +71,22 @@ type Config struct {
 	// a `windows` block unless `disk_bus = "sata"` and `nic_model` is
 	// `e1000e` or `e1000`, which Windows drives without it: without the
 	// drivers Setup finds no disk, or the guest no network, and the build
-	// would only end at `winrm_timeout`.
+	// would only end at `winrm_timeout`. A local path, or a URL
+	// downloaded into Packer's cache, which needs
+	// `virtio_win_iso_checksum`.
 	VirtioWinISO string `mapstructure:"virtio_win_iso"`
-	// More ISO files to attach as CD-ROMs, in order.
+	// The checksum of `virtio_win_iso`, in `iso_checksum`'s forms
+	// (`sha256:<hex>`, `file:<checksum file>`, `none`). Required for a
+	// URL; a local path without one is used as it is.
+	VirtioWinISOChecksum string `mapstructure:"virtio_win_iso_checksum"`
+	// More ISO files to attach as CD-ROMs, in order: local paths, or URLs
+	// downloaded into Packer's cache (each URL needs its checksum in
+	// `extra_cdroms_checksums`).
 	ExtraCDROMs []string `mapstructure:"extra_cdroms"`
+	// Checksums of `extra_cdroms`, one per entry in the same order, in
+	// `iso_checksum`'s forms; `none` skips the check of a URL, and `""`
+	// leaves a local path as it is.
+	ExtraCDROMsChecksums []string `mapstructure:"extra_cdroms_checksums"`
 
 	// Render a Windows answer file and first-logon bootstrap onto a seed
 	// CD-ROM. Set at most one of `windows`, `linux` and `seed_files`.
@@ -84,8 +108,34 @@ type Config struct {
 	// Directory the artifact is written to. Default `output-<build name>`.
 	// Must not exist unless `-force` is given.
 	OutputDir string `mapstructure:"output_directory"`
-	// Virtual CPUs. Default 2.
+	// Virtual CPUs. Default 2, or `sockets` × `cores` × `threads` when
+	// any of those is set.
 	CPUs int `mapstructure:"cpus"`
+	// CPU sockets of the guest. When any of `sockets`, `cores` and
+	// `threads` is set, the unset ones are 1 and their product must equal
+	// `cpus` (or gives `cpus` when it is unset). Unset, libvirt chooses the
+	// topology. Windows client editions use at most 2 sockets: give them
+	// cores instead.
+	Sockets int `mapstructure:"sockets"`
+	// Cores per socket.
+	Cores int `mapstructure:"cores"`
+	// Threads per core.
+	Threads int `mapstructure:"threads"`
+	// The guest's CPU: `host-passthrough` (the host's own CPU; KVM only),
+	// `host-model`, `maximum` (every feature the accelerator can offer,
+	// QEMU's `-cpu max`; libvirt 7.1 or later), or a QEMU CPU model such as
+	// `Nehalem` or `Skylake-Client-v4`, optionally followed by features to
+	// require or disable, `Nehalem,+aes,-vmx` (libvirt's feature names; the
+	// models and features a hypervisor offers are listed by
+	// `virsh domcapabilities --virttype qemu` for TCG, `--virttype kvm`).
+	// A named model the hypervisor cannot provide fails the start.
+	// Default: `host-passthrough` under KVM, `Nehalem` under TCG. QEMU's
+	// own default, qemu64, lacks the x86-64-v2 features (SSE4.2, POPCNT,
+	// CX16, ...) that RHEL 9 and its rebuilds are built for, so their
+	// installers and kernels stop with "CPU does not support x86-64-v2";
+	// Nehalem has them. Guests built for x86-64-v3 (AVX2, e.g. RHEL 10)
+	// need `maximum` under TCG (QEMU 7.2 or later emulates AVX2).
+	CPUModel string `mapstructure:"cpu_model"`
 	// Memory in MiB. Default 2048 (4096 for Windows).
 	Memory int `mapstructure:"memory"`
 	// Size of the build disk, e.g. `40G` or `20480M` (a plain number is
@@ -145,6 +195,26 @@ type Config struct {
 	// wait for the guest's OS is the communicator's (`ssh_timeout`,
 	// `winrm_timeout`). Default 2m.
 	BootTimeout time.Duration `mapstructure:"boot_timeout"`
+	// Extra QEMU arguments, for what the builder does not model, in the
+	// qemu builder's form: a list of lists, each a QEMU option and its
+	// value, e.g. `[["-device", "virtio-serial-pci,bus=pcie.0,addr=0x11"],
+	// ["-smbios", "type=1,serial=kubenode"]]`; as there, the strings after
+	// the option are joined without a separator. They go into the domain's
+	// `<qemu:commandline>` after the builder's own arguments (the user-mode
+	// network). A PCI `-device` needs a slot of its own, as in the example
+	// (`pci.0` on `pc` machines; libvirt fills low slots, so a high one is
+	// normally free): without `addr=` QEMU takes the first free slot before
+	// libvirt's devices are placed, and the start fails with "PCI: slot 1
+	// function 0 not available" (Prepare warns). Unlike the qemu builder's,
+	// they cannot replace an argument libvirt generates (change the domain
+	// with `domain_xml_patch` instead), and `{{ .SSHHostPort }}` and the
+	// other template variables of that builder are not offered: the builder
+	// forwards the communicator port itself. libvirt logs such a domain as
+	// tainted (custom-argv), which is harmless.
+	QemuArgs [][]string `mapstructure:"qemuargs"`
+	// Edits of the generated domain XML, applied in order, for what no
+	// option covers: see the `domain_xml_patch` block.
+	DomainXMLPatches []DomainXMLPatch `mapstructure:"domain_xml_patch"`
 	// Keep pressing the space bar from power-on for this long, e.g. `30s`,
 	// to answer the "Press any key to boot from CD or DVD..." prompt that
 	// Windows install media show under UEFI (and any install disc that
@@ -160,6 +230,9 @@ type Config struct {
 	ctx interpolate.Context
 	// instanceID is linux.instance_id or one made for this build.
 	instanceID string
+	// diskSizeDefaulted: disk_size was not set, so it may grow to the base
+	// disk's size.
+	diskSizeDefaulted bool
 }
 
 // WindowsSeedConfig renders the Windows seed (see autounattend.Windows).
@@ -291,16 +364,27 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		warnings = append(warnings, tcpURIWarning(c.LibvirtURI))
 	}
 
-	// Sources: an install ISO or a base disk.
-	if c.DiskImage == "" {
+	// Sources: an install ISO or a base disk (a path, a URL, or iso_url
+	// itself with disk_image = true).
+	if strings.EqualFold(c.DiskImage, "false") {
+		c.DiskImage = ""
+	}
+	if c.diskImageFromISOURL() && c.TargetExtension == "" {
+		c.TargetExtension = "img" // the name of the file in Packer's cache
+	}
+	if c.DiskImage == "" || c.diskImageFromISOURL() {
 		warns, isoErrs := c.ISOConfig.Prepare(&c.ctx)
 		warnings = append(warnings, warns...)
 		for _, e := range isoErrs {
 			errs = packersdk.MultiErrorAppend(errs, e)
 		}
+		if c.DiskImageChecksum != "" {
+			add("disk_image_checksum", "checks a disk_image path or URL; without one (or with disk_image = true) iso_checksum checks iso_url")
+		}
 	} else if len(c.ISOUrls) > 0 || c.RawSingleISOUrl != "" {
-		add("disk_image", "set iso_url or disk_image, not both")
+		add("disk_image", "set iso_url or disk_image, not both; disk_image = true boots iso_url as the disk image, as in the qemu builder")
 	}
+	errs = packersdk.MultiErrorAppend(errs, c.checkSourceFiles()...)
 	if c.UseBackingFile == nil {
 		t := true
 		c.UseBackingFile = &t
@@ -330,6 +414,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.OutputDir == "" {
 		c.OutputDir = "output-" + c.PackerBuildName
 	}
+	c.prepareCPUTopology(add)
 	if c.CPUs == 0 {
 		c.CPUs = 2
 	}
@@ -346,6 +431,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		add("memory", "%d MiB is too little; give at least 128", c.Memory)
 	}
 	if c.DiskSize == "" {
+		c.diskSizeDefaulted = true
 		c.DiskSize = "20G"
 		if windows {
 			c.DiskSize = "60G"
@@ -353,6 +439,14 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	if _, err := parseDiskSize(c.DiskSize); err != nil {
 		add("disk_size", "%v", err)
+	} else if base, ok := c.localBaseDiskSize(); ok {
+		// Known now for a local disk_image; a downloaded one is checked
+		// at build time, before the VM is defined.
+		if size, err := c.diskSizeForBase(base); err != nil {
+			errs = packersdk.MultiErrorAppend(errs, err)
+		} else if c.diskSizeDefaulted {
+			c.DiskSize = formatSize(size)
+		}
 	}
 	if c.DiskBus == "" {
 		c.DiskBus = "virtio"
@@ -398,6 +492,19 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	if !oneOf(c.Accelerator, "kvm", "tcg") {
 		add("accelerator", "%q is not allowed; use \"kvm\" or \"tcg\"", c.Accelerator)
+	}
+	if cpu, err := parseCPUModel(c.CPUModel); err != nil {
+		add("cpu_model", "%v", err)
+	} else if cpu.Model == "host-passthrough" && c.Accelerator == "tcg" {
+		add("cpu_model", "\"host-passthrough\" needs accelerator = \"kvm\": under TCG there is no host CPU to pass through; use \"maximum\" or a model such as %q", defaultTCGCPUModel)
+	}
+	for i, a := range c.QemuArgs {
+		if len(a) == 0 || !strings.HasPrefix(a[0], "-") {
+			add(fmt.Sprintf("qemuargs[%d]", i), "%q is not a QEMU option with its value; each entry is a list like [\"-device\", \"virtio-serial-pci,bus=pcie.0,addr=0x11\"]", a)
+		} else if a[0] == "-device" && !strings.Contains(strings.Join(a[1:], ""), "addr=") {
+			warnings = append(warnings, fmt.Sprintf("qemuargs[%d]: %q has no addr=: a PCI device without one takes the first free slot before libvirt's devices are placed, "+
+				"and the start then fails with \"PCI: slot N function 0 not available\"; give it a slot of its own, e.g. \"bus=%s,addr=0x11\"", i, strings.Join(a[1:], ""), rootBus(c.MachineType)))
+		}
 	}
 	if c.Network == "" && c.Bridge == "" {
 		c.Network = "user"
@@ -471,6 +578,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 			errs = packersdk.MultiErrorAppend(errs, prefixed("linux", err)...)
 		}
 	}
+	errs = packersdk.MultiErrorAppend(errs, c.checkDomainXMLPatches()...)
 	if errs != nil && len(errs.Errors) > 0 {
 		return warnings, errs
 	}

@@ -86,9 +86,12 @@ type FlatConfig struct {
 	WinRMUseNTLM              *bool                  `mapstructure:"winrm_use_ntlm" cty:"winrm_use_ntlm" hcl:"winrm_use_ntlm"`
 	LibvirtURI                *string                `mapstructure:"libvirt_uri" cty:"libvirt_uri" hcl:"libvirt_uri"`
 	DiskImage                 *string                `mapstructure:"disk_image" cty:"disk_image" hcl:"disk_image"`
+	DiskImageChecksum         *string                `mapstructure:"disk_image_checksum" cty:"disk_image_checksum" hcl:"disk_image_checksum"`
 	UseBackingFile            *bool                  `mapstructure:"use_backing_file" cty:"use_backing_file" hcl:"use_backing_file"`
 	VirtioWinISO              *string                `mapstructure:"virtio_win_iso" cty:"virtio_win_iso" hcl:"virtio_win_iso"`
+	VirtioWinISOChecksum      *string                `mapstructure:"virtio_win_iso_checksum" cty:"virtio_win_iso_checksum" hcl:"virtio_win_iso_checksum"`
 	ExtraCDROMs               []string               `mapstructure:"extra_cdroms" cty:"extra_cdroms" hcl:"extra_cdroms"`
+	ExtraCDROMsChecksums      []string               `mapstructure:"extra_cdroms_checksums" cty:"extra_cdroms_checksums" hcl:"extra_cdroms_checksums"`
 	Windows                   *FlatWindowsSeedConfig `mapstructure:"windows" cty:"windows" hcl:"windows"`
 	Linux                     *FlatLinuxSeedConfig   `mapstructure:"linux" cty:"linux" hcl:"linux"`
 	SeedFiles                 map[string]string      `mapstructure:"seed_files" cty:"seed_files" hcl:"seed_files"`
@@ -97,6 +100,10 @@ type FlatConfig struct {
 	VMName                    *string                `mapstructure:"vm_name" cty:"vm_name" hcl:"vm_name"`
 	OutputDir                 *string                `mapstructure:"output_directory" cty:"output_directory" hcl:"output_directory"`
 	CPUs                      *int                   `mapstructure:"cpus" cty:"cpus" hcl:"cpus"`
+	Sockets                   *int                   `mapstructure:"sockets" cty:"sockets" hcl:"sockets"`
+	Cores                     *int                   `mapstructure:"cores" cty:"cores" hcl:"cores"`
+	Threads                   *int                   `mapstructure:"threads" cty:"threads" hcl:"threads"`
+	CPUModel                  *string                `mapstructure:"cpu_model" cty:"cpu_model" hcl:"cpu_model"`
 	Memory                    *int                   `mapstructure:"memory" cty:"memory" hcl:"memory"`
 	DiskSize                  *string                `mapstructure:"disk_size" cty:"disk_size" hcl:"disk_size"`
 	DiskBus                   *string                `mapstructure:"disk_bus" cty:"disk_bus" hcl:"disk_bus"`
@@ -115,6 +122,8 @@ type FlatConfig struct {
 	PoolPath                  *string                `mapstructure:"pool_path" cty:"pool_path" hcl:"pool_path"`
 	KeepInPool                *bool                  `mapstructure:"keep_in_pool" cty:"keep_in_pool" hcl:"keep_in_pool"`
 	BootTimeout               *string                `mapstructure:"boot_timeout" cty:"boot_timeout" hcl:"boot_timeout"`
+	QemuArgs                  [][]string             `mapstructure:"qemuargs" cty:"qemuargs" hcl:"qemuargs"`
+	DomainXMLPatches          []FlatDomainXMLPatch   `mapstructure:"domain_xml_patch" cty:"domain_xml_patch" hcl:"domain_xml_patch"`
 	BootPressAnyKey           *string                `mapstructure:"boot_press_any_key" cty:"boot_press_any_key" hcl:"boot_press_any_key"`
 }
 
@@ -206,9 +215,12 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"winrm_use_ntlm":               &hcldec.AttrSpec{Name: "winrm_use_ntlm", Type: cty.Bool, Required: false},
 		"libvirt_uri":                  &hcldec.AttrSpec{Name: "libvirt_uri", Type: cty.String, Required: false},
 		"disk_image":                   &hcldec.AttrSpec{Name: "disk_image", Type: cty.String, Required: false},
+		"disk_image_checksum":          &hcldec.AttrSpec{Name: "disk_image_checksum", Type: cty.String, Required: false},
 		"use_backing_file":             &hcldec.AttrSpec{Name: "use_backing_file", Type: cty.Bool, Required: false},
 		"virtio_win_iso":               &hcldec.AttrSpec{Name: "virtio_win_iso", Type: cty.String, Required: false},
+		"virtio_win_iso_checksum":      &hcldec.AttrSpec{Name: "virtio_win_iso_checksum", Type: cty.String, Required: false},
 		"extra_cdroms":                 &hcldec.AttrSpec{Name: "extra_cdroms", Type: cty.List(cty.String), Required: false},
+		"extra_cdroms_checksums":       &hcldec.AttrSpec{Name: "extra_cdroms_checksums", Type: cty.List(cty.String), Required: false},
 		"windows":                      &hcldec.BlockSpec{TypeName: "windows", Nested: hcldec.ObjectSpec((*FlatWindowsSeedConfig)(nil).HCL2Spec())},
 		"linux":                        &hcldec.BlockSpec{TypeName: "linux", Nested: hcldec.ObjectSpec((*FlatLinuxSeedConfig)(nil).HCL2Spec())},
 		"seed_files":                   &hcldec.AttrSpec{Name: "seed_files", Type: cty.Map(cty.String), Required: false},
@@ -217,6 +229,10 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"vm_name":                      &hcldec.AttrSpec{Name: "vm_name", Type: cty.String, Required: false},
 		"output_directory":             &hcldec.AttrSpec{Name: "output_directory", Type: cty.String, Required: false},
 		"cpus":                         &hcldec.AttrSpec{Name: "cpus", Type: cty.Number, Required: false},
+		"sockets":                      &hcldec.AttrSpec{Name: "sockets", Type: cty.Number, Required: false},
+		"cores":                        &hcldec.AttrSpec{Name: "cores", Type: cty.Number, Required: false},
+		"threads":                      &hcldec.AttrSpec{Name: "threads", Type: cty.Number, Required: false},
+		"cpu_model":                    &hcldec.AttrSpec{Name: "cpu_model", Type: cty.String, Required: false},
 		"memory":                       &hcldec.AttrSpec{Name: "memory", Type: cty.Number, Required: false},
 		"disk_size":                    &hcldec.AttrSpec{Name: "disk_size", Type: cty.String, Required: false},
 		"disk_bus":                     &hcldec.AttrSpec{Name: "disk_bus", Type: cty.String, Required: false},
@@ -235,7 +251,38 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"pool_path":                    &hcldec.AttrSpec{Name: "pool_path", Type: cty.String, Required: false},
 		"keep_in_pool":                 &hcldec.AttrSpec{Name: "keep_in_pool", Type: cty.Bool, Required: false},
 		"boot_timeout":                 &hcldec.AttrSpec{Name: "boot_timeout", Type: cty.String, Required: false},
+		"qemuargs":                     &hcldec.AttrSpec{Name: "qemuargs", Type: cty.List(cty.List(cty.String)), Required: false},
+		"domain_xml_patch":             &hcldec.BlockListSpec{TypeName: "domain_xml_patch", Nested: hcldec.ObjectSpec((*FlatDomainXMLPatch)(nil).HCL2Spec())},
 		"boot_press_any_key":           &hcldec.AttrSpec{Name: "boot_press_any_key", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatDomainXMLPatch is an auto-generated flat version of DomainXMLPatch.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatDomainXMLPatch struct {
+	XPath   *string `mapstructure:"xpath" required:"true" cty:"xpath" hcl:"xpath"`
+	Add     *string `mapstructure:"add" cty:"add" hcl:"add"`
+	Replace *string `mapstructure:"replace" cty:"replace" hcl:"replace"`
+	Remove  *bool   `mapstructure:"remove" cty:"remove" hcl:"remove"`
+}
+
+// FlatMapstructure returns a new FlatDomainXMLPatch.
+// FlatDomainXMLPatch is an auto-generated flat version of DomainXMLPatch.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*DomainXMLPatch) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatDomainXMLPatch)
+}
+
+// HCL2Spec returns the hcl spec of a DomainXMLPatch.
+// This spec is used by HCL to read the fields of DomainXMLPatch.
+// The decoded values from this spec will then be applied to a FlatDomainXMLPatch.
+func (*FlatDomainXMLPatch) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"xpath":   &hcldec.AttrSpec{Name: "xpath", Type: cty.String, Required: false},
+		"add":     &hcldec.AttrSpec{Name: "add", Type: cty.String, Required: false},
+		"replace": &hcldec.AttrSpec{Name: "replace", Type: cty.String, Required: false},
+		"remove":  &hcldec.AttrSpec{Name: "remove", Type: cty.Bool, Required: false},
 	}
 	return s
 }

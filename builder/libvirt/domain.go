@@ -14,6 +14,7 @@ type domainSpec struct {
 	Accelerator string // "kvm" or "tcg"
 	Machine     string
 	CPUs        int
+	CPU         cpuSpec
 	MemoryMiB   int
 	Firmware    string // "bios" or "uefi"
 	SecureBoot  bool
@@ -27,6 +28,64 @@ type domainSpec struct {
 	NICModel  string
 	Net       netSpec
 	SerialLog string // file on the hypervisor the serial console is logged to
+	// QEMUArgs are qemuargs: each an option and the parts of its value,
+	// appended to <qemu:commandline> after the builder's own arguments.
+	QEMUArgs [][]string
+}
+
+// cpuSpec is the guest CPU: Model is "host-passthrough", "host-model",
+// "maximum" or a named QEMU model ("" picks the accelerator's default);
+// Features are "+name" (required) or "-name" (disabled); a zero Topology
+// leaves the topology to libvirt.
+type cpuSpec struct {
+	Model    string
+	Features []string
+	Topology cpuTopology
+}
+
+type cpuTopology struct {
+	Sockets, Cores, Threads int
+}
+
+// defaultTCGCPUModel is the CPU model under TCG when cpu_model is unset.
+// QEMU's default model, qemu64, lacks the x86-64-v2 features (SSE4.2,
+// POPCNT, CX16, LAHF/SAHF in 64-bit mode, SSSE3) that RHEL 9 and its
+// rebuilds are compiled for. Nehalem is the oldest named model with all of
+// them, TCG provides every one (libvirt 9.0's domcapabilities for QEMU
+// 7.2 under TCG lists it usable), and unlike "maximum" its features do not
+// change with the QEMU version.
+const defaultTCGCPUModel = "Nehalem"
+
+// domainCPU renders the <cpu> element, or nil for QEMU's own default.
+func domainCPU(accelerator string, s cpuSpec) *libvirtxml.DomainCPU {
+	model := s.Model
+	if model == "" {
+		model = "host-passthrough"
+		if accelerator == "tcg" {
+			model = defaultTCGCPUModel
+		}
+	}
+	cpu := &libvirtxml.DomainCPU{}
+	switch model {
+	case "host-passthrough", "host-model", "maximum":
+		cpu.Mode = model
+	default:
+		// fallback='forbid': a model the hypervisor cannot provide fails
+		// the start instead of being swapped for another.
+		cpu.Mode, cpu.Match = "custom", "exact"
+		cpu.Model = &libvirtxml.DomainCPUModel{Value: model, Fallback: "forbid"}
+	}
+	for _, f := range s.Features {
+		policy := "require"
+		if strings.HasPrefix(f, "-") {
+			policy = "disable"
+		}
+		cpu.Features = append(cpu.Features, libvirtxml.DomainCPUFeature{Policy: policy, Name: f[1:]})
+	}
+	if t := s.Topology; t != (cpuTopology{}) {
+		cpu.Topology = &libvirtxml.DomainCPUTopology{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads}
+	}
+	return cpu
 }
 
 type diskSpec struct {
@@ -74,9 +133,7 @@ func domainXML(s domainSpec) (string, error) {
 		OnCrash:    "destroy",
 		Devices:    &libvirtxml.DomainDeviceList{},
 	}
-	if s.Accelerator == "kvm" {
-		d.CPU = &libvirtxml.DomainCPU{Mode: "host-passthrough"}
-	}
+	d.CPU = domainCPU(s.Accelerator, s.CPU)
 	if s.Firmware == "uefi" {
 		d.OS.Firmware = "efi"
 		d.OS.FirmwareInfo = &libvirtxml.DomainOSFirmwareInfo{Features: []libvirtxml.DomainOSFirmwareFeature{
@@ -177,6 +234,18 @@ func domainXML(s domainSpec) (string, error) {
 			Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: s.Net.Bridge}},
 			Model:  &libvirtxml.DomainInterfaceModel{Type: s.NICModel},
 		})
+	}
+
+	for _, a := range s.QEMUArgs {
+		if d.QEMUCommandline == nil {
+			d.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{}
+		}
+		// As the qemu builder does: the option, then the rest joined
+		// without a separator, if any.
+		d.QEMUCommandline.Args = append(d.QEMUCommandline.Args, libvirtxml.DomainQEMUCommandlineArg{Value: a[0]})
+		if v := strings.Join(a[1:], ""); v != "" {
+			d.QEMUCommandline.Args = append(d.QEMUCommandline.Args, libvirtxml.DomainQEMUCommandlineArg{Value: v})
+		}
 	}
 
 	port := uint(0)

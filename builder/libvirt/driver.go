@@ -38,7 +38,8 @@ type Driver interface {
 	// VolumeNames lists a pool's volumes.
 	VolumeNames(pool string) ([]string, error)
 
-	// DefineDomain makes a persistent domain from its XML.
+	// DefineDomain makes a persistent domain from its XML, which libvirt
+	// first checks against its schema (VIR_DOMAIN_DEFINE_VALIDATE).
 	DefineDomain(xml string) error
 	// StartDomain boots a defined domain.
 	StartDomain(name string) error
@@ -320,10 +321,24 @@ func (d *libvirtDriver) domain(name string) (golibvirt.Domain, error) {
 }
 
 func (d *libvirtDriver) DefineDomain(xml string) error {
-	if _, err := d.l.DomainDefineXML(xml); err != nil {
+	if _, err := d.l.DomainDefineXMLFlags(xml, golibvirt.DomainDefineValidate); err != nil {
 		return fmt.Errorf("defining domain: %w", err)
 	}
 	return nil
+}
+
+// isInvalidDomainXML reports whether libvirt refused a domain's XML as
+// malformed or, with VIR_DOMAIN_DEFINE_VALIDATE, as against its schema.
+func isInvalidDomainXML(err error) bool {
+	var le golibvirt.Error
+	if !errors.As(err, &le) {
+		return false
+	}
+	switch golibvirt.ErrorNumber(le.Code) {
+	case golibvirt.ErrXMLInvalidSchema, golibvirt.ErrXMLError, golibvirt.ErrXMLDetail:
+		return true
+	}
+	return false
 }
 
 func (d *libvirtDriver) StartDomain(name string) error {

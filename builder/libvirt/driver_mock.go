@@ -28,6 +28,9 @@ type MockDriver struct {
 	StartErrs []error
 	// Defined are the XML documents DefineDomain was given, in order.
 	Defined []string
+	// Volumes are the volumes CreateVolume and CopyVolume were asked for,
+	// by name.
+	Volumes map[string]Volume
 	// ShutoffAfter makes the domain shut off after this many DomainState
 	// calls following ShutdownDomain.
 	ShutoffAfter int
@@ -37,7 +40,7 @@ type MockDriver struct {
 
 // NewMockDriver returns an empty MockDriver.
 func NewMockDriver() *MockDriver {
-	return &MockDriver{FailOn: map[string]error{}, Pools: map[string]map[string][]byte{}, Domains: map[string]DomainState{}, XML: map[string]string{}}
+	return &MockDriver{FailOn: map[string]error{}, Pools: map[string]map[string][]byte{}, Domains: map[string]DomainState{}, XML: map[string]string{}, Volumes: map[string]Volume{}}
 }
 
 func (m *MockDriver) call(format string, args ...any) error {
@@ -78,6 +81,7 @@ func (m *MockDriver) CreateVolume(pool string, v Volume) (string, error) {
 		return "", fmt.Errorf("storage pool %q: %w", pool, ErrNotFound)
 	}
 	p[v.Name] = nil
+	m.Volumes[v.Name] = v
 	return "/pools/" + pool + "/" + v.Name, nil
 }
 
@@ -98,6 +102,7 @@ func (m *MockDriver) CopyVolume(pool, src string, dst Volume) (string, error) {
 		return "", err
 	}
 	m.Pools[pool][dst.Name] = append([]byte{}, m.Pools[pool][src]...)
+	m.Volumes[dst.Name] = dst
 	return "/pools/" + pool + "/" + dst.Name, nil
 }
 

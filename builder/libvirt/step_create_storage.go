@@ -20,8 +20,10 @@ import (
 // creates the build disk. Cleanup deletes exactly the volumes and pool it
 // created.
 //
-// Uses: config, driver, ui, iso_path, seed_iso.
-// Produces: pool, disk_volume, disk_path, cdroms.
+// A base disk is checked against disk_size before anything is created.
+//
+// Uses: config, driver, ui, iso_path, base_disk, virtio_win_iso,
+// extra_cdrom_<i>, seed_iso. Produces: pool, disk_volume, disk_path, cdroms.
 type stepCreateStorage struct {
 	pool    string
 	ownPool bool
@@ -32,6 +34,30 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	c := state.Get(stateConfig).(*Config)
 	d := state.Get(stateDriver).(Driver)
 	ui := state.Get(stateUI).(packersdk.Ui)
+
+	// The base disk: disk_image (downloaded, or a local path), or iso_url
+	// with disk_image = true. It is read here, before the upload, so a
+	// disk_size smaller than the image stops the build before any volume
+	// or domain exists.
+	baseDisk, size := "", uint64(0)
+	files := c.sourceFiles()
+	if c.diskImageFromISOURL() {
+		baseDisk, _ = state.Get(stateBaseDisk).(string)
+	} else if c.DiskImage != "" {
+		baseDisk = files[0].path(state)
+		files = files[1:]
+	}
+	if baseDisk != "" {
+		base, err := diskVirtualSize(baseDisk)
+		if err != nil {
+			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+		}
+		if size, err = c.diskSizeForBase(base); err != nil {
+			return halt(state, ui, err)
+		}
+	} else {
+		size, _ = parseDiskSize(c.DiskSize)
+	}
 
 	s.pool = c.StoragePool
 	if s.pool == "" {
@@ -49,15 +75,14 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	}
 	state.Put(statePool, s.pool)
 
-	size, _ := parseDiskSize(c.DiskSize)
 	disk := Volume{Name: c.VMName + ".qcow2", Format: "qcow2", Capacity: size}
-	if c.DiskImage != "" {
+	if baseDisk != "" {
 		base := c.VMName + "-base"
-		format, err := DiskFormat(c.DiskImage)
+		format, err := DiskFormat(baseDisk)
 		if err != nil {
 			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
 		}
-		basePath, err := s.upload(ctx, d, ui, c.DiskImage, Volume{Name: base, Format: format})
+		basePath, err := s.upload(ctx, d, ui, baseDisk, Volume{Name: base, Format: format})
 		if err != nil {
 			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
 		}
@@ -76,7 +101,7 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 		}
 	}
 	if disk.Name != "" {
-		ui.Say(fmt.Sprintf("Creating build disk %s (%s)", disk.Name, c.DiskSize))
+		ui.Say(fmt.Sprintf("Creating build disk %s (%s)", disk.Name, formatSize(size)))
 		p, err := d.CreateVolume(s.pool, disk)
 		if err != nil {
 			return halt(state, ui, err)
@@ -87,13 +112,12 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	}
 
 	var isos []string
-	if p, ok := state.GetOk(stateISOPath); ok && p.(string) != "" {
+	if p, ok := state.GetOk(stateISOPath); ok && p.(string) != "" && !c.diskImageFromISOURL() {
 		isos = append(isos, p.(string))
 	}
-	if c.VirtioWinISO != "" {
-		isos = append(isos, c.VirtioWinISO)
+	for _, f := range files { // virtio_win_iso, then extra_cdroms
+		isos = append(isos, f.path(state))
 	}
-	isos = append(isos, c.ExtraCDROMs...)
 	if p, ok := state.GetOk(stateSeedISO); ok {
 		isos = append(isos, p.(string))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,16 +27,16 @@ func (s *stepDefineDomain) Run(ctx context.Context, state multistep.StateBag) mu
 	d := state.Get(stateDriver).(Driver)
 	ui := state.Get(stateUI).(packersdk.Ui)
 
-	spec, err := c.domainSpec(state)
+	spec, x, err := c.renderDomain(state)
 	if err != nil {
 		return halt(state, ui, err)
 	}
-	x, err := domainXML(spec)
-	if err != nil {
-		return halt(state, ui, fmt.Errorf("building the domain XML: %w", err))
-	}
+	log.Printf("Domain XML:\n%s", x)
 	ui.Say(fmt.Sprintf("Defining domain %s (%s, %d vCPU, %d MiB, %s firmware)", c.VMName, spec.Accelerator, spec.CPUs, spec.MemoryMiB, spec.Firmware))
 	if err := d.DefineDomain(x); err != nil {
+		if len(c.DomainXMLPatches) > 0 && isInvalidDomainXML(err) {
+			return halt(state, ui, fmt.Errorf("%w (the domain XML after domain_xml_patch: libvirt's schema refuses it; fix the patch, PACKER_LOG=1 shows the XML)", err))
+		}
 		return halt(state, ui, fmt.Errorf("%w (is a domain named %q left from an earlier build? `virsh undefine %[2]s --nvram` removes it)", err, c.VMName))
 	}
 	s.name = c.VMName
@@ -72,11 +73,71 @@ func (s *stepDefineDomain) Cleanup(state multistep.StateBag) {
 	s.name = ""
 }
 
+// renderDomain builds the domain XML: the VM's shape from the config and
+// the earlier steps, qemuargs, then domain_xml_patch.
+func (c *Config) renderDomain(state multistep.StateBag) (domainSpec, string, error) {
+	spec, err := c.domainSpec(state)
+	if err != nil {
+		return spec, "", err
+	}
+	x, err := domainXML(spec)
+	if err != nil {
+		return spec, "", fmt.Errorf("building the domain XML: %w", err)
+	}
+	x, err = patchDomainXML(x, c.DomainXMLPatches)
+	return spec, x, err
+}
+
+// checkDomainXMLPatches applies domain_xml_patch to the domain this
+// config would define, with stand-ins for what only the build knows (the
+// volumes' paths, the forwarded port), so that a path matching nothing or
+// malformed XML fails `packer validate`.
+func (c *Config) checkDomainXMLPatches() []error {
+	if len(c.DomainXMLPatches) == 0 {
+		return nil
+	}
+	var errs []error
+	for i, p := range c.DomainXMLPatches {
+		errs = append(errs, p.check(i)...)
+	}
+	if len(errs) > 0 || c.HypervEnlightenments == nil {
+		return errs
+	}
+	state := new(multistep.BasicStateBag)
+	state.Put(stateDiskPath, "/validate/"+c.VMName+".qcow2")
+	var cds []string
+	for i := 0; i < c.cdromCount(); i++ {
+		cds = append(cds, fmt.Sprintf("/validate/%s-cd%d.iso", c.VMName, i))
+	}
+	state.Put(stateCDROMs, cds)
+	state.Put(stateHostPort, c.HostPortMin)
+	if _, _, err := c.renderDomain(state); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// cdromCount is the number of CD-ROMs the build attaches: the install
+// ISO, virtio_win_iso, extra_cdroms and the seed disc.
+func (c *Config) cdromCount() int {
+	n := len(c.ExtraCDROMs)
+	if c.DiskImage == "" {
+		n++
+	}
+	if c.VirtioWinISO != "" {
+		n++
+	}
+	if c.Windows != nil || c.Linux != nil || len(c.SeedFiles) > 0 {
+		n++
+	}
+	return n
+}
+
 // domainSpec gathers the VM's shape from the config and the earlier steps.
 func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
 	spec := domainSpec{
 		Name: c.VMName, Accelerator: c.Accelerator, Machine: c.MachineType,
-		CPUs: c.CPUs, MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
+		CPUs: c.CPUs, CPU: c.cpuSpec(), QEMUArgs: c.QemuArgs, MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
 		TPM: c.TPM, HyperV: *c.HypervEnlightenments, NICModel: c.NICModel,
 		Disk: diskSpec{Path: state.Get(stateDiskPath).(string), Format: "qcow2", Bus: c.DiskBus},
 	}

@@ -1,0 +1,224 @@
+package libvirt
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+)
+
+// State-bag keys of the files the build reads from this machine besides
+// the install ISO (the keys of the extra CD-ROMs are extraCDROMKey(i)).
+const (
+	stateBaseDisk     = "base_disk"      // string: local path of the base disk (disk_image, or iso_url with disk_image = true)
+	stateVirtioWinISO = "virtio_win_iso" // string: local path of virtio_win_iso
+)
+
+func extraCDROMKey(i int) string { return fmt.Sprintf("extra_cdrom_%d", i) }
+
+// sourceFile is a file the build reads from this machine: a local path
+// without a checksum is used as it is; a URL, or a path with a checksum,
+// goes through the SDK's StepDownload (go-getter, Packer's cache,
+// checksum check) as iso_url does, which puts the local path under
+// stateKey.
+type sourceFile struct {
+	key         string // HCL key of the location, e.g. "extra_cdroms[1]"
+	checksumKey string // HCL key of its checksum
+	description string // for StepDownload's messages
+	location    string
+	checksum    string
+	extension   string // of the file in Packer's cache
+	stateKey    string
+}
+
+// download says whether the file goes through StepDownload.
+func (f sourceFile) download() bool { return f.checksum != "" || isURL(f.location) }
+
+func (f sourceFile) step() *commonsteps.StepDownload {
+	return &commonsteps.StepDownload{
+		Checksum:    f.checksum,
+		Description: f.description,
+		Extension:   f.extension,
+		ResultKey:   f.stateKey,
+		Url:         []string{f.location},
+	}
+}
+
+// path is the file's local path once the download steps have run.
+func (f sourceFile) path(state multistep.StateBag) string {
+	if p, ok := state.GetOk(f.stateKey); ok {
+		return p.(string)
+	}
+	return f.location
+}
+
+// isURL tells a URL (https://..., file:///..., s3::https://...) from a
+// local path. A one-letter scheme is a Windows drive letter.
+func isURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && len(u.Scheme) > 1
+}
+
+// diskImageFromISOURL says whether disk_image = true: iso_url is the disk
+// image, as in the qemu builder (HCL turns the bool into "true").
+func (c *Config) diskImageFromISOURL() bool { return strings.EqualFold(c.DiskImage, "true") }
+
+// sourceFiles lists disk_image (a path or URL), virtio_win_iso and
+// extra_cdroms, in the order the build attaches them.
+func (c *Config) sourceFiles() []sourceFile {
+	var out []sourceFile
+	if c.DiskImage != "" && !c.diskImageFromISOURL() {
+		out = append(out, sourceFile{
+			key: "disk_image", checksumKey: "disk_image_checksum", description: "disk image",
+			location: c.DiskImage, checksum: c.DiskImageChecksum, extension: cacheExtension(c.DiskImage, "img"),
+			stateKey: stateBaseDisk,
+		})
+	}
+	if c.VirtioWinISO != "" {
+		out = append(out, sourceFile{
+			key: "virtio_win_iso", checksumKey: "virtio_win_iso_checksum", description: "virtio-win ISO",
+			location: c.VirtioWinISO, checksum: c.VirtioWinISOChecksum, extension: "iso",
+			stateKey: stateVirtioWinISO,
+		})
+	}
+	for i, cd := range c.ExtraCDROMs {
+		f := sourceFile{
+			key: fmt.Sprintf("extra_cdroms[%d]", i), checksumKey: fmt.Sprintf("extra_cdroms_checksums[%d]", i),
+			description: fmt.Sprintf("extra CD-ROM %d", i), location: cd, extension: "iso", stateKey: extraCDROMKey(i),
+		}
+		if i < len(c.ExtraCDROMsChecksums) {
+			f.checksum = c.ExtraCDROMsChecksums[i]
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+var extensionRE = regexp.MustCompile(`^[a-z0-9]{1,8}$`)
+
+// cacheExtension keeps the URL's file extension (qcow2, img, raw) for the
+// file in Packer's cache.
+func cacheExtension(location, fallback string) string {
+	p := location
+	if u, err := url.Parse(location); err == nil && u.Path != "" {
+		p = u.Path
+	}
+	ext := strings.ToLower(strings.TrimPrefix(path.Ext(p), "."))
+	if extensionRE.MatchString(ext) {
+		return ext
+	}
+	return fallback
+}
+
+// checkSourceFiles reports a URL without a checksum (Packer's convention:
+// "none" says no checksum on purpose) and checksums the SDK cannot read,
+// each under its key. A `file:` checksum is fetched now, as iso_checksum's.
+func (c *Config) checkSourceFiles() []error {
+	var errs []error
+	if n, m := len(c.ExtraCDROMsChecksums), len(c.ExtraCDROMs); n > 0 && n != m {
+		errs = append(errs, fmt.Errorf("extra_cdroms_checksums: has %d entries for %d extra_cdroms: give one per CD-ROM, in the same order (\"none\" for one not to check, \"\" for a local file used as it is)", n, m))
+	}
+	for _, f := range c.sourceFiles() {
+		switch {
+		case f.location == "":
+			errs = append(errs, fmt.Errorf("%s: is empty; give a local path or a URL", f.key))
+		case isURL(f.location) && f.checksum == "":
+			errs = append(errs, fmt.Errorf("%s: %q is a URL and needs a checksum: set %s to \"sha256:<hex>\", \"file:<URL of a checksum file>\" or \"none\"", f.key, f.location, f.checksumKey))
+		case f.checksum != "" && f.checksum != "none":
+			// The SDK's ISOConfig reads checksums as iso_checksum does.
+			iso := commonsteps.ISOConfig{RawSingleISOUrl: f.location, ISOChecksum: f.checksum}
+			_, isoErrs := iso.Prepare(nil)
+			for _, e := range isoErrs {
+				errs = append(errs, fmt.Errorf("%s: %v", f.checksumKey, e))
+			}
+		}
+	}
+	return errs
+}
+
+// diskVirtualSize returns the size of the disk a guest sees in a disk
+// image: a qcow2 image's size field (big-endian, 8 bytes at offset 24 of
+// its header, QEMU's docs/interop/qcow2.txt), or a raw image's length.
+func diskVirtualSize(file string) (uint64, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	head := make([]byte, 32)
+	n, err := io.ReadFull(f, head)
+	if err == nil && string(head[:4]) == "QFI\xfb" {
+		return binary.BigEndian.Uint64(head[24:32]), nil
+	}
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return 0, fmt.Errorf("%s: %w", file, err)
+	}
+	if n >= 4 && string(head[:4]) == "QFI\xfb" {
+		return 0, fmt.Errorf("%s: a qcow2 header cut short", file)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(st.Size()), nil
+}
+
+// diskSizeForBase checks disk_size against the base disk's virtual size.
+// A disk_size left at its default grows to the base's size (rounded up to
+// a MiB); one the template set must be at least the base's size.
+func (c *Config) diskSizeForBase(base uint64) (uint64, error) {
+	size, err := parseDiskSize(c.DiskSize)
+	if err != nil {
+		return 0, fmt.Errorf("disk_size: %w", err)
+	}
+	if base <= size {
+		return size, nil
+	}
+	if c.diskSizeDefaulted {
+		return (base + 1<<20 - 1) &^ (1<<20 - 1), nil
+	}
+	return 0, fmt.Errorf("disk_size: %s is smaller than disk_image's virtual size, %s: a disk cannot shrink; set disk_size to at least %s, or leave it unset",
+		c.DiskSize, formatSize(base), minDiskSize(base))
+}
+
+// formatSize writes a byte count as disk_size does when it is exact
+// ("20G"), else in bytes with the GiB beside it.
+func formatSize(n uint64) string {
+	for _, u := range []struct {
+		shift  uint
+		suffix string
+	}{{40, "T"}, {30, "G"}, {20, "M"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%d bytes (%.2fG)", n, float64(n)/(1<<30))
+}
+
+// minDiskSize is the smallest disk_size (whole G, at least 1G) that holds
+// n bytes.
+func minDiskSize(n uint64) string {
+	g := (n + 1<<30 - 1) >> 30
+	if g == 0 {
+		g = 1
+	}
+	return fmt.Sprintf("%dG", g)
+}
+
+// localBaseDiskSize is the virtual size of a disk_image that is a local
+// file readable now; false for a URL, for iso_url with disk_image = true,
+// or for a file this machine cannot read (the build reports it).
+func (c *Config) localBaseDiskSize() (uint64, bool) {
+	if c.DiskImage == "" || c.diskImageFromISOURL() || isURL(c.DiskImage) {
+		return 0, false
+	}
+	size, err := diskVirtualSize(c.DiskImage)
+	return size, err == nil
+}

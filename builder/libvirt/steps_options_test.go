@@ -1,0 +1,209 @@
+package libvirt
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// downloadSteps are the builder's StepDownload steps, in order.
+func downloadSteps(b *Builder) []*commonsteps.StepDownload {
+	var out []*commonsteps.StepDownload
+	for _, s := range b.steps() {
+		if d, ok := s.(*commonsteps.StepDownload); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func sha256Of(data string) string {
+	sum := sha256.Sum256([]byte(data))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func TestBuilderDownloadsURLsAndCheckedFiles(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "tools.iso")
+	require.NoError(t, os.WriteFile(local, []byte("tools"), 0o644))
+	var c Config
+	_, err := c.Prepare(tcgRaw(map[string]interface{}{
+		"disk_image": "https://cloud.example.com/images/rocky-9.qcow2", "disk_image_checksum": "none",
+		"virtio_win_iso":         "/isos/virtio-win.iso", // local, no checksum: used as it is
+		"extra_cdroms":           []string{local, "/isos/plain.iso", "https://example.com/drivers.iso"},
+		"extra_cdroms_checksums": []string{sha256Of("tools"), "", "none"},
+	}))
+	require.NoError(t, err)
+	var got []string
+	for _, d := range downloadSteps(&Builder{config: c}) {
+		got = append(got, fmt.Sprintf("%s %s %s .%s", d.ResultKey, d.Url[0], d.Checksum, d.Extension))
+	}
+	assert.Equal(t, []string{
+		"base_disk https://cloud.example.com/images/rocky-9.qcow2 none .qcow2",
+		"extra_cdrom_0 " + local + " " + sha256Of("tools") + " .iso",
+		"extra_cdrom_2 https://example.com/drivers.iso none .iso",
+	}, got, "no install ISO, and no download of local files without a checksum")
+}
+
+// The SDK's StepDownload, as the builder configures it: a local file is
+// checked in place, a URL lands in Packer's cache, a wrong checksum stops
+// the build.
+func TestSourceDownloadsThroughTheSDK(t *testing.T) {
+	t.Setenv("PACKER_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	local := filepath.Join(dir, "virtio-win.iso")
+	require.NoError(t, os.WriteFile(local, []byte("virtio drivers"), 0o644))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "extra cd")
+	}))
+	defer srv.Close()
+
+	c := preparedLinux(t)
+	c.VirtioWinISO, c.VirtioWinISOChecksum = local, sha256Of("virtio drivers")
+	c.ExtraCDROMs, c.ExtraCDROMsChecksums = []string{srv.URL + "/extra.iso"}, []string{sha256Of("extra cd")}
+	state := testState(t, c, NewMockDriver())
+	for _, f := range c.sourceFiles() {
+		if f.stateKey == stateBaseDisk {
+			continue // a local disk image without a checksum
+		}
+		require.True(t, f.download(), f.key)
+		require.Equal(t, multistep.ActionContinue, f.step().Run(context.Background(), state), f.key)
+	}
+	assert.Equal(t, local, state.Get(stateVirtioWinISO), "a local file is checked where it is")
+	cached := state.Get(extraCDROMKey(0)).(string)
+	assert.True(t, strings.HasPrefix(cached, os.Getenv("PACKER_CACHE_DIR")), cached)
+	data, err := os.ReadFile(cached)
+	require.NoError(t, err)
+	assert.Equal(t, "extra cd", string(data))
+
+	c.VirtioWinISOChecksum = sha256Of("something else")
+	state = testState(t, c, NewMockDriver())
+	require.Equal(t, multistep.ActionHalt, c.sourceFiles()[1].step().Run(context.Background(), state))
+	assert.ErrorContains(t, state.Get("error").(error), "Checksums did not match")
+}
+
+func TestStepCreateStorageAttachesFetchedFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+		return p
+	}
+	c := preparedLinux(t)
+	c.DiskImage = "https://cloud.example.com/rocky-9.qcow2"
+	c.VirtioWinISO = "https://example.com/virtio-win.iso"
+	c.ExtraCDROMs = []string{write("plain.iso", "plain"), "https://example.com/drivers.iso"}
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	state.Put(stateBaseDisk, qcow2(t, 2<<30))
+	state.Put(stateVirtioWinISO, write("cached-virtio.iso", "virtio"))
+	state.Put(extraCDROMKey(1), write("cached-drivers.iso", "drivers"))
+	state.Put(stateSeedISO, write("seed.iso", "seed"))
+
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	defer s.Cleanup(state)
+	pool := state.Get(statePool).(string)
+	var cds []string
+	for i := range state.Get(stateCDROMs).([]string) {
+		cds = append(cds, string(m.Pools[pool][fmt.Sprintf("packer-deb-cd%d.iso", i)]))
+	}
+	assert.Equal(t, []string{"virtio", "plain", "drivers", "seed"}, cds, "downloaded paths, local paths as they are, in order")
+	assert.Equal(t, "qcow2", m.Volumes["packer-deb-base"].Format)
+	assert.Equal(t, uint64(20<<30), m.Volumes["packer-deb.qcow2"].Capacity)
+}
+
+func TestStepCreateStorageChecksADownloadedBaseDisk(t *testing.T) {
+	c := preparedLinux(t)
+	c.DiskImage = "https://cloud.example.com/rocky-9.qcow2"
+
+	// A disk_size the template set: refused before anything is created.
+	c.DiskSize, c.diskSizeDefaulted = "8G", false
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	state.Put(stateBaseDisk, qcow2(t, 10<<30))
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionHalt, s.Run(context.Background(), state))
+	assert.EqualError(t, state.Get("error").(error),
+		"disk_size: 8G is smaller than disk_image's virtual size, 10G: a disk cannot shrink; set disk_size to at least 10G, or leave it unset")
+	assert.Empty(t, m.Calls, "no pool, no volume, no domain")
+	s.Cleanup(state)
+
+	// The default grows to the image's size.
+	c.DiskSize, c.diskSizeDefaulted = "20G", true
+	state = testState(t, c, m)
+	state.Put(stateBaseDisk, qcow2(t, 30<<30+1))
+	s = &stepCreateStorage{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	assert.Equal(t, uint64(30<<30+1<<20), m.Volumes["packer-deb.qcow2"].Capacity, "rounded up to a MiB")
+	s.Cleanup(state)
+}
+
+func TestStepCreateStorageDiskImageFromISOURL(t *testing.T) {
+	c := preparedLinux(t)
+	c.DiskImage, c.ISOUrls = "true", []string{"https://cloud.example.com/rocky-9.qcow2"}
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	state.Put(stateBaseDisk, qcow2(t, 2<<30))
+	state.Put(stateSeedISO, filepath.Join(t.TempDir(), "none"))
+	require.NoError(t, os.WriteFile(state.Get(stateSeedISO).(string), []byte("seed"), 0o644))
+	s := &stepCreateStorage{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	defer s.Cleanup(state)
+	pool := state.Get(statePool).(string)
+	assert.Contains(t, m.Calls, "CreateVolume "+pool+" packer-deb.qcow2 qcow2 backing=/pools/"+pool+"/packer-deb-base", "iso_url is the base disk")
+	assert.Len(t, state.Get(stateCDROMs).([]string), 1, "the seed only")
+}
+
+func TestStepDefineDomainAppliesPatchesAndValidates(t *testing.T) {
+	c := preparedLinux(t)
+	c.Accelerator = "tcg"
+	c.QemuArgs = [][]string{{"-device", "virtio-serial-pci"}}
+	c.DomainXMLPatches = []DomainXMLPatch{{XPath: "/domain/devices", Add: "<watchdog model='i6300esb' action='reset'/>"}}
+	m := NewMockDriver()
+	state := testState(t, c, m)
+	state.Put(stateDiskPath, "/pools/p/disk.qcow2")
+	state.Put(stateHostPort, 2299)
+	s := &stepDefineDomain{}
+	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
+	s.Cleanup(state)
+	require.Len(t, m.Defined, 1)
+	assert.Contains(t, m.Defined[0], `<watchdog model="i6300esb" action="reset"/>`)
+	assert.Contains(t, m.Defined[0], `<arg value="virtio-serial-pci"/>`)
+	assert.Contains(t, m.Defined[0], `<model fallback="forbid">Nehalem</model>`)
+
+	// libvirt's schema check refuses the patched domain: the error says so.
+	const libvirtSays = "XML document failed to validate against schema: Unable to validate doc against /usr/share/libvirt/schemas/domain.rng"
+	m = NewMockDriver()
+	m.FailOn["DefineDomain"] = fmt.Errorf("defining domain: %w", golibvirt.Error{Code: uint32(golibvirt.ErrXMLInvalidSchema), Message: libvirtSays})
+	state = testState(t, c, m)
+	state.Put(stateDiskPath, "/pools/p/disk.qcow2")
+	s = &stepDefineDomain{}
+	require.Equal(t, multistep.ActionHalt, s.Run(context.Background(), state))
+	err := state.Get("error").(error)
+	assert.ErrorContains(t, err, libvirtSays)
+	assert.ErrorContains(t, err, "the domain XML after domain_xml_patch: libvirt's schema refuses it; fix the patch")
+
+	// A patch that cannot apply at build time (it could at validate time
+	// only if the devices differ) names its block.
+	c.DomainXMLPatches = []DomainXMLPatch{{XPath: "/domain/devices/sound", Remove: true}}
+	m = NewMockDriver()
+	state = testState(t, c, m)
+	state.Put(stateDiskPath, "/pools/p/disk.qcow2")
+	require.Equal(t, multistep.ActionHalt, (&stepDefineDomain{}).Run(context.Background(), state))
+	assert.ErrorContains(t, state.Get("error").(error), `domain_xml_patch[0].xpath: "/domain/devices/sound" matches no element`)
+	assert.Empty(t, m.Defined)
+}
