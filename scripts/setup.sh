@@ -29,6 +29,8 @@ APT_PACKAGES=(
   qemu-system-x86 qemu-utils ovmf        # QEMU (TCG here), qemu-img, UEFI firmware
   swtpm swtpm-tools                      # vTPM for Windows 11-class guests
   debootstrap extlinux fdisk e2fsprogs mount # scripts/base-disk.sh: the Debian test base disk
+  grub-efi-amd64-bin isolinux syslinux-common # scripts/installer-iso.sh: GRUB EFI (grub-mkstandalone) and isolinux for the install-media fixture
+  mtools dosfstools busybox-static cpio squashfs-tools kmod # its EFI El Torito/ESP FAT images, the installer's init shell, initramfs (and its drivers) and root file system image
   openssh-server openssh-client          # a loopback sshd for the qemu+ssh:// (remote hypervisor) test
   containerd runc containernetworking-plugins # the node runtime the joiner's real join runs against
   iptables conntrack socat ethtool ebtables # kubeadm join preflight prerequisites on this host

@@ -61,6 +61,16 @@ func BaseDisk(t testing.TB) string {
 	return script(t, "base-disk.sh")
 }
 
+// InstallerISO returns the cached installer-shaped ISO (scripts/installer-iso.sh:
+// hybrid BIOS/UEFI install media that install the base disk's Debian system),
+// building it and the base disk if needed. Its sha256sum file lies beside it,
+// at the returned path + ".sha256".
+func InstallerISO(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	return script(t, "installer-iso.sh")
+}
+
 // Packer returns the pinned packer binary.
 func Packer(t testing.TB) string {
 	t.Helper()
