@@ -196,5 +196,9 @@ mkdir -p "$out_dir.tmp.$$"
 mv "$work/kubenode-installer.iso" "$work/kubenode-installer.iso.sha256" "$out_dir.tmp.$$/"
 rm -rf "$out_dir"
 mv "$out_dir.tmp.$$" "$out_dir"
+# Discs of older recipes are half a gigabyte each: keep only this one.
+for old in "$CACHE"/installer-iso/kubenode-installer-*; do
+  [ "$old" = "$out_dir" ] || case $old in *.tmp.*) ;; *) rm -rf "$old" ;; esac
+done
 log "built in $((SECONDS - start)) s: $out ($(du -h "$out" | cut -f1))"
 echo "$out"

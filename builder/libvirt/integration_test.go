@@ -41,15 +41,28 @@ func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string
 
 func startBuildOn(t *testing.T, uri, plugins, baseDisk, vmName string, inline ...string) *packerRun {
 	t.Helper()
+	inlineHCL := `["` + strings.Join(inline, `", "`) + `"]`
+	return startPacker(t, plugins, "debian.pkr.hcl", vmName, func(r *packerRun) []string {
+		return []string{"base_disk=" + baseDisk, "vm_name=" + vmName, "output_directory=" + r.outDir,
+			"inline=" + inlineHCL, "libvirt_uri=" + uri}
+	})
+}
+
+// startPacker runs `packer build` of a template under testdata/ with the
+// variables vars returns (name=value), in a work directory of its own.
+// vmName is what the build's domains, pools and files are named after.
+func startPacker(t *testing.T, plugins, template, vmName string, vars func(*packerRun) []string) *packerRun {
+	t.Helper()
 	work := t.TempDir()
 	r := &packerRun{t: t, vmName: vmName, outDir: filepath.Join(work, "output"), tmpDir: filepath.Join(work, "tmp"),
 		lines: make(chan string, 1000), done: make(chan error, 1)}
 	require.NoError(t, os.Mkdir(r.tmpDir, 0o755))
-	inlineHCL := `["` + strings.Join(inline, `", "`) + `"]`
-	r.cmd = exec.Command(harness.Packer(t), "build", "-color=false",
-		"-var", "base_disk="+baseDisk, "-var", "vm_name="+vmName,
-		"-var", "output_directory="+r.outDir, "-var", "inline="+inlineHCL, "-var", "libvirt_uri="+uri,
-		filepath.Join(harness.Root(), "builder", "libvirt", "testdata", "debian.pkr.hcl"))
+	args := []string{"build", "-color=false"}
+	for _, v := range vars(r) {
+		args = append(args, "-var", v)
+	}
+	args = append(args, filepath.Join(harness.Root(), "builder", "libvirt", "testdata", template))
+	r.cmd = exec.Command(harness.Packer(t), args...)
 	r.cmd.Dir = work
 	r.cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+r.tmpDir)
 	stdout, err := r.cmd.StdoutPipe()

@@ -1,0 +1,115 @@
+//go:build integration
+
+package libvirt_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+)
+
+// The installer fixture's serial console lines (scripts/installer-iso).
+const (
+	installStarted  = "kubenode-installer: install started"
+	installComplete = "kubenode-installer: install complete, rebooting"
+	pressAnyKey     = "Press any key to boot from CD or DVD"
+	bootedFromDisk  = "kubenode-installed: booting from disk (%s)"
+)
+
+// TestInstallFromISO is the path a first build takes: `packer build` from
+// an install ISO. The ISO (scripts/installer-iso.sh) is shaped like real
+// install media: GRUB under UEFI asks to press a key and otherwise falls
+// through to the disk, isolinux under BIOS waits at boot:, and the
+// installer runs only with the arguments boot_command types, reads its
+// answer file from a disc found by label, partitions, formats, writes
+// Debian, installs both boot loaders and reboots. One template, two
+// sources at once (UEFI and BIOS, so two builds in parallel on the same
+// libvirtd, each with its own forwarded port): iso_url with iso_checksum
+// through the download step, boot_press_any_key, boot_command over
+// SendKey, the installer's reboot, SSH into the installed system, a shell
+// provisioner, shutdown, export. Then both exported images boot again.
+func TestInstallFromISO(t *testing.T) {
+	harness.Libvirtd(t)
+	iso := harness.InstallerISO(t)
+	plugins := harness.PluginDir(t)
+
+	const answerLabel = "kninstall"
+	answers := filepath.Join(t.TempDir(), "answers.iso")
+	require.NoError(t, autounattend.WriteISOFile(answers, autounattend.Disc{Label: answerLabel, Files: []autounattend.File{
+		{Name: "kubenode-install.conf", Data: []byte("disk=/dev/vda\nhostname=kubenode-installed\n")},
+	}}))
+	suffix := fmt.Sprintf("%d", time.Now().Unix()%100000)
+
+	start := time.Now()
+	r := startPacker(t, plugins, "install-from-iso.pkr.hcl", "kn-it-iso-", func(r *packerRun) []string {
+		return []string{"iso_url=file://" + iso, "iso_checksum=file:" + iso + ".sha256", "answer_iso=" + answers,
+			"seed_label=" + answerLabel, "suffix=" + suffix, "output_root=" + r.outDir}
+	})
+	require.NoError(t, r.wait(45*time.Minute), r.output.String())
+	t.Logf("install from ISO, UEFI and BIOS at once: %s", time.Since(start).Round(time.Second))
+	out := r.output.String()
+
+	// Two builds at once, each forwarding its own port.
+	ports := regexp.MustCompile(`kubenode-libvirt\.(uefi|bios): Forwarding 127\.0\.0\.1:(\d+) `).FindAllStringSubmatch(out, -1)
+	require.Len(t, ports, 2, "each build reserves a port")
+	assert.NotEqual(t, ports[0][2], ports[1][2], "parallel builds were given the same port")
+	assert.Contains(t, out, "kubenode-libvirt.uefi: Pressing the space bar")
+	assert.Regexp(t, `kubenode-libvirt\.(uefi|bios): (Using|Download|Verif)`, out, "the ISO went through the download step")
+
+	for _, fw := range []string{"uefi", "bios"} {
+		t.Run(fw, func(t *testing.T) {
+			dir := filepath.Join(r.outDir, fw)
+			serial, err := os.ReadFile(filepath.Join(dir, "serial.log"))
+			require.NoError(t, err)
+			log := string(serial)
+			assert.Equal(t, 1, strings.Count(log, installStarted), "the installer ran once")
+			assert.Equal(t, 1, strings.Count(log, installComplete), "the installer finished once")
+			done := strings.Index(log, installComplete)
+			fromDisk := strings.LastIndex(log, fmt.Sprintf(bootedFromDisk, fw))
+			assert.Greater(t, fromDisk, done, "after the installer's reboot the VM booted from the disk")
+			if fw == "uefi" {
+				assert.Contains(t, log[:max(done, 0)], pressAnyKey, "the disc's UEFI prompt was shown and answered")
+			}
+			assert.Contains(t, out, "kubenode-libvirt."+fw+": provisioned-"+fw, "the shell provisioner ran on the installed system")
+			assert.Contains(t, out, "kubenode-libvirt."+fw+": firmware-is-"+fw)
+			image := filepath.Join(dir, "kn-it-iso-"+fw+"-"+suffix+".qcow2")
+			_, err = os.Stat(image)
+			require.NoError(t, err, "the exported image")
+		})
+	}
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, "kn-it-iso-", "domain left after the builds")
+	}
+	for _, p := range virsh(t, "pool-list", "--all", "--name") {
+		assert.NotContains(t, p, "kn-it-iso-", "pool left after the builds")
+	}
+
+	// Both exported images boot again, each under its firmware, and hold
+	// what the provisioner wrote.
+	start = time.Now()
+	again := startPacker(t, plugins, "boot-installed.pkr.hcl", "kn-it-iso-", func(a *packerRun) []string {
+		return []string{
+			"uefi_disk=" + filepath.Join(r.outDir, "uefi", "kn-it-iso-uefi-"+suffix+".qcow2"),
+			"bios_disk=" + filepath.Join(r.outDir, "bios", "kn-it-iso-bios-"+suffix+".qcow2"),
+			"suffix=" + suffix, "output_root=" + a.outDir}
+	})
+	require.NoError(t, again.wait(20*time.Minute), again.output.String())
+	t.Logf("both exported images booted again: %s", time.Since(start).Round(time.Second))
+	for _, fw := range []string{"uefi", "bios"} {
+		assert.Contains(t, again.output.String(), "kubenode-libvirt."+fw+": provisioned-"+fw)
+		serial, err := os.ReadFile(filepath.Join(again.outDir, fw+"2", "serial.log"))
+		require.NoError(t, err)
+		assert.Contains(t, string(serial), fmt.Sprintf(bootedFromDisk, fw))
+		assert.NotContains(t, string(serial), installStarted)
+	}
+}
