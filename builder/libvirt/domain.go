@@ -218,9 +218,15 @@ func domainXML(s domainSpec) (string, error) {
 	case s.Net.UserForward != nil:
 		// libvirt's <interface type='user'> cannot forward ports with QEMU's
 		// slirp backend, so the netdev is passed to QEMU directly.
+		// A zero port forwards nothing (communicator = "none"): QEMU
+		// refuses a rule for port 0.
+		netdev := "user,id=" + userNetID
+		if fwd := s.Net.UserForward; fwd.HostPort > 0 {
+			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", fwd.HostPort, fwd.GuestPort)
+		}
 		d.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 			{Value: "-netdev"},
-			{Value: fmt.Sprintf("user,id=%s,hostfwd=tcp:127.0.0.1:%d-:%d", userNetID, s.Net.UserForward.HostPort, s.Net.UserForward.GuestPort)},
+			{Value: netdev},
 			{Value: "-device"},
 			{Value: fmt.Sprintf("%s,netdev=%s,bus=%s,addr=%#x", nicModel, userNetID, rootBus(s.Machine), userNICSlot)},
 		}}

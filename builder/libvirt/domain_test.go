@@ -113,3 +113,14 @@ func TestDomainXMLSATADiskSharesUnits(t *testing.T) {
 	assert.Equal(t, "sdb", d.Devices.Disks[1].Target.Dev)
 	assert.Contains(t, x, "e1000,netdev=kubenode0,bus=pci.0")
 }
+
+// With nothing to forward (communicator = "none"), user networking has no
+// forwarding rule: QEMU refuses one for port 0 ("Bad guest port").
+func TestDomainXMLUserNetworkingWithoutForward(t *testing.T) {
+	spec := linuxSpec()
+	spec.Net.UserForward = &portForward{}
+	x, err := domainXML(spec)
+	require.NoError(t, err)
+	assert.Contains(t, x, `<arg value="user,id=kubenode0"></arg>`)
+	assert.NotContains(t, x, "hostfwd")
+}

@@ -113,3 +113,34 @@ func TestInstallFromISO(t *testing.T) {
 		assert.NotContains(t, string(serial), installStarted)
 	}
 }
+
+// TestCommunicatorNoneWaitsForTheGuestToPowerOff: with communicator =
+// "none" the build connects to nothing and presses no power button; it
+// waits for the guest to power itself off. The installer disc's default
+// entry, with no boot_command, installs nothing and powers off after
+// isolinux's timeout.
+func TestCommunicatorNoneWaitsForTheGuestToPowerOff(t *testing.T) {
+	harness.Libvirtd(t)
+	iso := harness.InstallerISO(t)
+	plugins := harness.PluginDir(t)
+	const vm = "kn-it-none"
+	start := time.Now()
+	r := startPacker(t, plugins, "power-off-itself.pkr.hcl", vm, func(r *packerRun) []string {
+		return []string{"iso_url=file://" + iso, "iso_checksum=file:" + iso + ".sha256", "vm_name=" + vm, "output_directory=" + r.outDir}
+	})
+	require.NoError(t, r.wait(15*time.Minute), r.output.String())
+	t.Logf("build with communicator none: %s", time.Since(start).Round(time.Second))
+	out := r.output.String()
+	assert.Contains(t, out, `power itself off (communicator = "none")`)
+	assert.Contains(t, out, "Guest powered off after")
+	assert.NotContains(t, out, "Asking the guest to power off (ACPI)")
+	serial, err := os.ReadFile(filepath.Join(r.outDir, "serial.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(serial), "kubenode-installer: no kubenode.seed= on the kernel command line; not installing")
+	assert.NotContains(t, string(serial), installStarted)
+	_, err = os.Stat(filepath.Join(r.outDir, vm+".qcow2"))
+	assert.NoError(t, err, "the disk is exported after the power-off")
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, vm, "domain left after the build")
+	}
+}
