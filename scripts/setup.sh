@@ -64,26 +64,33 @@ packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# build_packer compiles packer from its module source: `go install x@v` is
-# refused by the proxy (it asks for the version list), so build in place.
-build_packer() {
+# build_from_module NAME MODULE VERSION BIN NOTE compiles a module's main
+# package from its source into BIN, unless BIN is there already: `go install
+# x@v` is refused by the proxy (it asks for the version list), so the module
+# is downloaded, copied and built in place. Log lines go to stderr.
+build_from_module() {
+  local name=$1 mod=$2 version=$3 bin=$4 note=$5
   need_go
-  if [ -x "$PACKER_BIN" ]; then
-    log "packer $PACKER_VERSION: cached at $PACKER_BIN"
+  if [ -x "$bin" ]; then
+    log "$name $version: cached at $bin"
     return
   fi
-  log "packer $PACKER_VERSION: building (about 7 minutes cold)"
+  log "$name $version: building$note"
   local dir src
-  dir=$(cd /tmp && go mod download -json "github.com/hashicorp/packer@$PACKER_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  [ -n "$dir" ] || { log "go mod download github.com/hashicorp/packer@$PACKER_VERSION failed"; exit 1; }
+  dir=$(cd /tmp && go mod download -json "$mod@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || { log "go mod download $mod@$version failed"; exit 1; }
   src=$(mktemp -d)
-  trap 'rm -rf "$src"' RETURN
+  trap 'rm -rf "$src"; trap - RETURN' RETURN
   cp -r "$dir/." "$src"
   chmod -R u+w "$src"
-  mkdir -p "$(dirname "$PACKER_BIN")"
-  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -o "$PACKER_BIN.tmp" .)
-  mv "$PACKER_BIN.tmp" "$PACKER_BIN"
-  log "packer $PACKER_VERSION: built at $PACKER_BIN"
+  mkdir -p "$(dirname "$bin")"
+  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -o "$bin.tmp" . >&2)
+  mv "$bin.tmp" "$bin"
+  log "$name $version: built at $bin"
+}
+
+build_packer() {
+  build_from_module packer github.com/hashicorp/packer "$PACKER_VERSION" "$PACKER_BIN" " (about 7 minutes cold)"
 }
 
 build_packer_sdc() {
@@ -98,28 +105,10 @@ build_packer_sdc() {
   mv "$PACKER_SDC_BIN.tmp" "$PACKER_SDC_BIN"
 }
 
-# build_packer_plugin_qemu compiles hashicorp/packer-plugin-qemu from its
-# module source, as build_packer does for packer, and prints the binary's
-# path on stdout.
+# build_packer_plugin_qemu builds hashicorp/packer-plugin-qemu (make bench's
+# peer build) and prints the binary's path on stdout.
 build_packer_plugin_qemu() {
-  need_go
-  if [ -x "$PACKER_PLUGIN_QEMU_BIN" ]; then
-    log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: cached at $PACKER_PLUGIN_QEMU_BIN"
-    echo "$PACKER_PLUGIN_QEMU_BIN"
-    return
-  fi
-  log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: building"
-  local dir src
-  dir=$(cd /tmp && go mod download -json "github.com/hashicorp/packer-plugin-qemu@$PACKER_PLUGIN_QEMU_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  [ -n "$dir" ] || { log "go mod download github.com/hashicorp/packer-plugin-qemu@$PACKER_PLUGIN_QEMU_VERSION failed"; exit 1; }
-  src=$(mktemp -d)
-  trap 'rm -rf "$src"' RETURN
-  cp -r "$dir/." "$src"
-  chmod -R u+w "$src"
-  mkdir -p "$(dirname "$PACKER_PLUGIN_QEMU_BIN")"
-  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -o "$PACKER_PLUGIN_QEMU_BIN.tmp" . >&2)
-  mv "$PACKER_PLUGIN_QEMU_BIN.tmp" "$PACKER_PLUGIN_QEMU_BIN"
-  log "packer-plugin-qemu $PACKER_PLUGIN_QEMU_VERSION: built at $PACKER_PLUGIN_QEMU_BIN"
+  build_from_module packer-plugin-qemu github.com/hashicorp/packer-plugin-qemu "$PACKER_PLUGIN_QEMU_VERSION" "$PACKER_PLUGIN_QEMU_BIN" " (about 1 minute cold)"
   echo "$PACKER_PLUGIN_QEMU_BIN"
 }
 
