@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -25,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
 
@@ -63,7 +62,7 @@ func BenchmarkPeerBuild(b *testing.B) {
 	if out, err := install.CombinedOutput(); err != nil {
 		b.Fatalf("packer plugins install github.com/hashicorp/qemu: %v\n%s", err, out)
 	}
-	sum, err := sha256File(base)
+	sum, err := filehash.SHA256(base)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -309,19 +308,6 @@ func peerSeed(b *testing.B, dir, pub string) string {
 		paths = append(paths, strconv.Quote(p))
 	}
 	return "[" + strings.Join(paths, ", ") + "]"
-}
-
-func sha256File(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func lastLines(s string, n int) string {
