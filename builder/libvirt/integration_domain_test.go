@@ -27,14 +27,9 @@ func TestWindowsShapedDomainStarts(t *testing.T) {
 	harness.Libvirtd(t)
 	d, err := NewDriver("qemu:///system")
 	require.NoError(t, err)
-	defer d.Close()
+	t.Cleanup(func() { d.Close() }) // after scratchDisk's cleanups
 
-	pool := "kubenode-it-domain-" + randomSuffix()
-	require.NoError(t, d.CreatePool(pool, "/var/lib/libvirt/images/"+pool))
-	defer func() { assert.NoError(t, d.DeletePool(pool)) }()
-	disk, err := d.CreateVolume(pool, Volume{Name: "disk.qcow2", Format: "qcow2", Capacity: 1 << 30})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, d.DeleteVolume(pool, "disk.qcow2")) }()
+	disk := scratchDisk(t, d, "domain")
 
 	res := &portReservation{min: 5985, max: 6985, tried: map[int]bool{}}
 	port, err := res.next(context.Background())
@@ -83,4 +78,18 @@ func TestWindowsShapedDomainStarts(t *testing.T) {
 	assert.Greater(t, vars.Size(), int64(64<<10), "an OVMF variable store")
 	tpm, _ := filepath.Glob(filepath.Join(keep, tpmStateDir, "tpm2", "*"))
 	assert.NotEmpty(t, tpm, "swtpm wrote TPM 2.0 state")
+}
+
+// scratchDisk makes a storage pool of the test's own holding an empty
+// 1 GiB qcow2, for a domain that only has to be defined or started; the
+// volume and the pool go when the test ends, after its deferred calls.
+func scratchDisk(t *testing.T, d Driver, name string) string {
+	t.Helper()
+	pool := "kubenode-it-" + name + "-" + randomSuffix()
+	require.NoError(t, d.CreatePool(pool, "/var/lib/libvirt/images/"+pool))
+	t.Cleanup(func() { assert.NoError(t, d.DeletePool(pool)) })
+	disk, err := d.CreateVolume(pool, Volume{Name: "disk.qcow2", Format: "qcow2", Capacity: 1 << 30})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, d.DeleteVolume(pool, "disk.qcow2")) })
+	return disk
 }

@@ -29,14 +29,9 @@ func TestDomainOptionsOnLibvirt(t *testing.T) {
 	harness.Libvirtd(t)
 	d, err := NewDriver("qemu:///system")
 	require.NoError(t, err)
-	defer d.Close()
+	t.Cleanup(func() { d.Close() }) // after scratchDisk's cleanups
 
-	pool := "kubenode-it-options-" + randomSuffix()
-	require.NoError(t, d.CreatePool(pool, "/var/lib/libvirt/images/"+pool))
-	defer func() { assert.NoError(t, d.DeletePool(pool)) }()
-	disk, err := d.CreateVolume(pool, Volume{Name: "disk.qcow2", Format: "qcow2", Capacity: 1 << 30})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, d.DeleteVolume(pool, "disk.qcow2")) }()
+	disk := scratchDisk(t, d, "options")
 
 	prepare := func(t *testing.T, extra map[string]interface{}) *Config {
 		raw := tcgRaw(extra)

@@ -27,14 +27,9 @@ func TestStartRetriesWhenTheForwardedPortIsTaken(t *testing.T) {
 	setPackerCache(t)
 	d, err := NewDriver("qemu:///system")
 	require.NoError(t, err)
-	defer d.Close()
+	t.Cleanup(func() { d.Close() }) // after scratchDisk's cleanups
 
-	pool := "kubenode-it-port-" + randomSuffix()
-	require.NoError(t, d.CreatePool(pool, "/var/lib/libvirt/images/"+pool))
-	defer func() { assert.NoError(t, d.DeletePool(pool)) }()
-	disk, err := d.CreateVolume(pool, Volume{Name: "disk.qcow2", Format: "qcow2", Capacity: 1 << 30})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, d.DeleteVolume(pool, "disk.qcow2")) }()
+	disk := scratchDisk(t, d, "port")
 
 	raw := tcgRaw(map[string]interface{}{"host_port_min": 47000, "host_port_max": 47099})
 	raw["vm_name"] = "kn-it-port-" + randomSuffix()
