@@ -103,12 +103,13 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
-		// The joiner labels the node before its cleanup phase: give
-		// cleanup a moment to finish.
+		// The joiner labels the node before its cleanup phase, and that
+		// phase disables the unit while the unit is still activating: wait
+		// for the unit to be disabled and no longer activating.
 		var state string
 		require.Eventually(t, func() bool {
 			state, _ = l.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,Result,NRestarts,UnitFileState")
-			return strings.Contains(state, "UnitFileState=disabled")
+			return strings.Contains(state, "UnitFileState=disabled") && !strings.Contains(state, "ActiveState=activating")
 		}, 2*time.Minute, 3*time.Second, "unit state: %s", state)
 		assert.Contains(t, state, "ActiveState=active", "a oneshot with RemainAfterExit stays active once done")
 		assert.Contains(t, state, "Result=success")
