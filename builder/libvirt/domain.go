@@ -98,8 +98,13 @@ type diskSpec struct {
 // forwarded from the hypervisor's 127.0.0.1), Network or Bridge.
 type netSpec struct {
 	UserForward *portForward
-	Network     string
-	Bridge      string
+	// UserGuestIP is the address user networking's DHCP hands the guest
+	// (QEMU's dhcpstart; default 10.0.2.15) and UserMAC the NIC's MAC
+	// (default QEMU's 52:54:00:12:34:56): machines booted side by side
+	// from one image each get their own.
+	UserGuestIP, UserMAC string
+	Network              string
+	Bridge               string
 }
 
 type portForward struct {
@@ -221,14 +226,21 @@ func domainXML(s domainSpec) (string, error) {
 		// A zero port forwards nothing (communicator = "none"): QEMU
 		// refuses a rule for port 0.
 		netdev := "user,id=" + userNetID
+		if s.Net.UserGuestIP != "" {
+			netdev += ",dhcpstart=" + s.Net.UserGuestIP
+		}
 		if fwd := s.Net.UserForward; fwd.HostPort > 0 {
 			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", fwd.HostPort, fwd.GuestPort)
+		}
+		device := fmt.Sprintf("%s,netdev=%s,bus=%s,addr=%#x", nicModel, userNetID, rootBus(s.Machine), userNICSlot)
+		if s.Net.UserMAC != "" {
+			device += ",mac=" + s.Net.UserMAC
 		}
 		d.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 			{Value: "-netdev"},
 			{Value: netdev},
 			{Value: "-device"},
-			{Value: fmt.Sprintf("%s,netdev=%s,bus=%s,addr=%#x", nicModel, userNetID, rootBus(s.Machine), userNICSlot)},
+			{Value: device},
 		}}
 	case s.Net.Network != "":
 		dev.Interfaces = append(dev.Interfaces, libvirtxml.DomainInterface{

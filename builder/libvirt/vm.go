@@ -15,8 +15,13 @@ type VM struct {
 	CDROMs      []string // ISO files on the hypervisor, attached in order
 	// SSHPort on the hypervisor's 127.0.0.1 is forwarded to the guest's
 	// port 22; 0 forwards nothing.
-	SSHPort   int
-	SerialLog string // file the serial console is logged to, if any
+	SSHPort int
+	// GuestIP is the address QEMU user networking's DHCP gives the guest
+	// (in 10.0.2.0/24, from .15 up; default 10.0.2.15), and MAC its NIC's
+	// address (default QEMU's 52:54:00:12:34:56). Clones of one image
+	// booted side by side get their own of both.
+	GuestIP, MAC string
+	SerialLog    string // file the serial console is logged to, if any
 }
 
 // DomainXML is the libvirt domain for v.
@@ -37,7 +42,7 @@ func (v VM) DomainXML() (string, error) {
 		Disk:      diskSpec{Path: v.Disk, Format: "qcow2", Bus: "virtio"},
 		CDROMs:    v.CDROMs,
 		NICModel:  "virtio",
-		Net:       netSpec{UserForward: fwd},
+		Net:       netSpec{UserForward: fwd, UserGuestIP: v.GuestIP, UserMAC: v.MAC},
 		SerialLog: v.SerialLog,
 	})
 }

@@ -37,6 +37,23 @@ func TestVMDomainXML(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, noFwd, "-:22", "no SSH port, no forward to it")
 	assert.Contains(t, noFwd, "type=\"kvm\"")
+	assert.NotContains(t, noFwd, "dhcpstart=", "QEMU's default guest address")
+	assert.NotContains(t, noFwd, ",mac=", "QEMU's default MAC")
+}
+
+func TestVMDomainXMLGivesACloneItsOwnAddressAndMAC(t *testing.T) {
+	x, err := VM{Name: "n2", Accelerator: "tcg", CPUs: 1, MemoryMiB: 512, Disk: "/d.qcow2",
+		SSHPort: 2223, GuestIP: "10.0.2.16", MAC: "52:54:00:6b:6e:02"}.DomainXML()
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, d.Unmarshal(x))
+	require.NotNil(t, d.QEMUCommandline)
+	var args []string
+	for _, a := range d.QEMUCommandline.Args {
+		args = append(args, a.Value)
+	}
+	assert.Contains(t, args, "user,id="+userNetID+",dhcpstart=10.0.2.16,hostfwd=tcp:127.0.0.1:2223-:22")
+	assert.Contains(t, args, "virtio-net-pci,netdev="+userNetID+",bus=pcie.0,addr=0x10,mac=52:54:00:6b:6e:02")
 }
 
 func TestVMDomainXMLRejectsIncompleteVMs(t *testing.T) {
