@@ -102,6 +102,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.Contains(t, out, "[ok  ] cluster-info: present")
 		assert.Contains(t, out, "[ok  ] bootstrap RBAC: node CSRs are auto-approved")
 		assert.Contains(t, out, "[ok  ] kubeadm: kube-system/kubeadm-config present")
+		assert.Contains(t, out, "[ok  ] scheduler: Lease kube-system/kube-scheduler held by")
 		assert.Contains(t, out, "[FAIL] kube-proxy (Windows): no kube-proxy DaemonSet selects kubernetes.io/os=windows")
 		assert.Contains(t, out, "[FAIL] CNI (Windows): no flannel or Calico found")
 		assert.Contains(t, out, "[FAIL] node "+nodeName+": not registered")
