@@ -21,8 +21,8 @@ import (
 )
 
 // These run the joiner binary against a real control plane (etcd,
-// kube-apiserver, kube-controller-manager on 127.0.0.1) and join THIS host
-// as a node with the real kubeadm, kubelet and containerd.
+// kube-apiserver, kube-controller-manager, kube-scheduler on 127.0.0.1) and
+// join THIS host as a node with the real kubeadm, kubelet and containerd.
 
 const kubeletConf = "/etc/kubernetes/kubelet.conf"
 
