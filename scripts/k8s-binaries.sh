@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries kubenode's tests run for real (kubeadm,
-# kubelet, kube-apiserver, kube-controller-manager, kubectl) and etcd, from
-# the Go module proxy, into $KUBENODE_CACHE/kubernetes/<version>/. Only
-# k8s.io/kubernetes v1.33.x builds from the proxy (older staging modules are
-# refused). Cold: ~11 minutes on 2 cores; warm: prints the cache path.
+# kubelet, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
+# and etcd, from the Go module proxy, into $KUBENODE_CACHE/kubernetes/<version>/.
+# Only k8s.io/kubernetes v1.33.x builds from the proxy (older staging modules
+# are refused). Cold: ~12 minutes on 2 cores; warm: prints the cache path.
 #
 #   scripts/k8s-binaries.sh            builds if needed, prints the directory
 set -euo pipefail
@@ -12,7 +12,7 @@ K8S_VERSION=v1.33.13
 STAGING_VERSION=v0.33.13
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
 OUT=$CACHE/kubernetes/$K8S_VERSION
-BINARIES=(kubeadm kubelet kube-apiserver kube-controller-manager kubectl)
+BINARIES=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kubectl)
 log() { printf '[k8s-binaries] %s\n' "$*" >&2; }
 
 complete() {

@@ -21,8 +21,8 @@ import (
 )
 
 // These run the joiner binary against a real control plane (etcd,
-// kube-apiserver, kube-controller-manager on 127.0.0.1) and join THIS host
-// as a node with the real kubeadm, kubelet and containerd.
+// kube-apiserver, kube-controller-manager, kube-scheduler on 127.0.0.1) and
+// join THIS host as a node with the real kubeadm, kubelet and containerd.
 
 const kubeletConf = "/etc/kubernetes/kubelet.conf"
 
@@ -102,6 +102,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.Contains(t, out, "[ok  ] cluster-info: present")
 		assert.Contains(t, out, "[ok  ] bootstrap RBAC: node CSRs are auto-approved")
 		assert.Contains(t, out, "[ok  ] kubeadm: kube-system/kubeadm-config present")
+		assert.Contains(t, out, "[ok  ] scheduler: Lease kube-system/kube-scheduler held by")
 		assert.Contains(t, out, "[FAIL] kube-proxy (Windows): no kube-proxy DaemonSet selects kubernetes.io/os=windows")
 		assert.Contains(t, out, "[FAIL] CNI (Windows): no flannel or Calico found")
 		assert.Contains(t, out, "[FAIL] node "+nodeName+": not registered")

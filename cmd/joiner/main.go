@@ -322,7 +322,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
 	fs.StringVar(&node, "node", "", "also explain this `node` (is it registered, why is it NotReady)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, kube-proxy and a CNI for Windows. Exits 1 when a check fails.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, a leading kube-scheduler (its lease), kube-proxy and a CNI\nfor Windows. Exits 1 when a check fails (warnings do not).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args, stderr); err != nil {

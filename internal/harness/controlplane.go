@@ -19,8 +19,8 @@ import (
 )
 
 // Kubernetes returns the directory of the cached Kubernetes binaries
-// (kubeadm, kubelet, kube-apiserver, kube-controller-manager, kubectl, etcd),
-// building them (~11 min cold) if needed.
+// (kubeadm, kubelet, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kubectl, etcd), building them (~12 min cold) if needed.
 func Kubernetes(t testing.TB) string {
 	t.Helper()
 	return script(t, "k8s-binaries.sh")
@@ -49,8 +49,9 @@ type ControlPlaneOptions struct {
 	Log                 io.Writer // progress and timings; nil discards them
 }
 
-// ControlPlane is etcd, kube-apiserver and kube-controller-manager on
-// 127.0.0.1, made kubeadm-joinable by kubeadm's own init phases.
+// ControlPlane is etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler on 127.0.0.1, made kubeadm-joinable by kubeadm's own init
+// phases.
 type ControlPlane struct {
 	Endpoint        string // 127.0.0.1:PORT, what kubeadm join and the joiner discover
 	AdminKubeconfig string // client certificate with O=system:masters
@@ -63,6 +64,7 @@ type ControlPlane struct {
 	etcd          *proc
 	apiserver     *proc
 	kcm           *proc // kube-controller-manager
+	scheduler     *proc // kube-scheduler
 }
 
 // The API server's certificate names: what kubeadm puts there, less the
@@ -77,7 +79,7 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubeadm", "kubectl"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubeadm", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("%s is missing from %q: run scripts/k8s-binaries.sh: %w", b, o.BinDir, err)
 		}
@@ -120,6 +122,9 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
 		{name: "admin", cn: "kubernetes-admin", orgs: []string{"system:masters"}},
 		{name: "controller-manager", cn: "system:kube-controller-manager"},
+		// The API server's default RBAC binds this user to the
+		// system:kube-scheduler and system:volume-scheduler roles.
+		{name: "scheduler", cn: "system:kube-scheduler"},
 	})
 	if err != nil {
 		return nil, err
@@ -132,6 +137,10 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 	kcmConf := filepath.Join(o.Dir, "controller-manager.conf")
 	if err := pk.kubeconfig(kcmConf, local, "controller-manager"); err != nil {
+		return nil, err
+	}
+	schedulerConf := filepath.Join(o.Dir, "scheduler.conf")
+	if err := pk.kubeconfig(schedulerConf, local, "scheduler"); err != nil {
 		return nil, err
 	}
 	if cp.client, err = clientFor(pk.path("ca.crt"), pk.path("admin.crt"), pk.path("admin.key")); err != nil {
@@ -187,6 +196,21 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	}
 	step("kube-apiserver ready")
 
+	// The scheduler needs nothing kubeadm's phases make: it starts now and
+	// takes its lease while they and the controller manager run.
+	schedulerStarted := time.Now()
+	cp.scheduler, err = start(o.Dir, "kube-scheduler", []string{filepath.Join(o.BinDir, "kube-scheduler"),
+		"--kubeconfig=" + schedulerConf, "--authentication-kubeconfig=" + schedulerConf, "--authorization-kubeconfig=" + schedulerConf,
+		// No HTTPS endpoint (0 turns it off in v1.33): readiness is its
+		// lease, which is also what `joiner doctor` looks at.
+		"--bind-address=127.0.0.1", "--secure-port=0",
+		// Holds kube-system/kube-scheduler, as in a kubeadm cluster.
+		"--leader-elect=true",
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	if err := cp.kubeadmPhases(ctx); err != nil {
 		return nil, err
 	}
@@ -228,8 +252,56 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	if err != nil {
 		return nil, err
 	}
-	step("cluster-info signed: control plane up on " + cp.Endpoint)
+	step("cluster-info signed")
+
+	err = poll(ctx, cp.scheduler, "holding the lease "+SchedulerLease, time.Minute, func() (bool, error) {
+		lease, err := cp.SchedulerLease(ctx)
+		if err != nil {
+			return false, err
+		}
+		return lease.HolderIdentity != "" && lease.RenewTime.After(schedulerStarted), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	step("kube-scheduler leading: control plane up on " + cp.Endpoint)
 	return cp, nil
+}
+
+// SchedulerLease is the Lease kube-scheduler holds while it leads.
+const SchedulerLease = "kube-system/kube-scheduler"
+
+// Lease is what the harness reads of a coordination.k8s.io/v1 Lease.
+type Lease struct {
+	HolderIdentity       string
+	LeaseDurationSeconds int
+	RenewTime            time.Time
+}
+
+// SchedulerLease reads the scheduler's lease.
+func (cp *ControlPlane) SchedulerLease(ctx context.Context) (Lease, error) {
+	var l struct {
+		Spec struct {
+			HolderIdentity       *string    `json:"holderIdentity"`
+			LeaseDurationSeconds *int       `json:"leaseDurationSeconds"`
+			RenewTime            *time.Time `json:"renewTime"` // RFC 3339 with microseconds
+		} `json:"spec"`
+	}
+	ns, name, _ := strings.Cut(SchedulerLease, "/")
+	if err := cp.api(ctx, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/"+name, "", nil, &l); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	if l.Spec.HolderIdentity != nil {
+		out.HolderIdentity = *l.Spec.HolderIdentity
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		out.LeaseDurationSeconds = *l.Spec.LeaseDurationSeconds
+	}
+	if l.Spec.RenewTime != nil {
+		out.RenewTime = *l.Spec.RenewTime
+	}
+	return out, nil
 }
 
 // clientFor is an HTTPS client trusting ca and presenting cert/key.
@@ -376,8 +448,8 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, stdin io.Reader, args ...st
 	return string(out), nil
 }
 
-// StopAPIServer stops only kube-apiserver (etcd and the controller manager
-// keep running), e.g. to see a joiner wait for it.
+// StopAPIServer stops only kube-apiserver (etcd, the controller manager and
+// the scheduler keep running), e.g. to see a joiner wait for it.
 func (cp *ControlPlane) StopAPIServer() error {
 	if cp.apiserver == nil || cp.apiserver.exited() {
 		return fmt.Errorf("kube-apiserver is not running")
@@ -402,6 +474,9 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 
 // Stop stops every process it started, by PID; it may be called more than once.
 func (cp *ControlPlane) Stop() error {
+	// The API server's clients first, so that none retries against it
+	// while it shuts down; the scheduler releases its lease on the way out.
+	cp.scheduler.stop()
 	cp.kcm.stop()
 	cp.apiserver.stop()
 	cp.etcd.stop()

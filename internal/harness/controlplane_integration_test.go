@@ -76,7 +76,8 @@ func TestPlainKubeadmJoin(t *testing.T) {
 		t.Fatal("no kubelet runs under the systemctl stand-in's PID file")
 	}
 	started := map[string]int{"kubelet": kubelet, "containerd": n.containerd.cmd.Process.Pid,
-		"etcd": cp.etcd.cmd.Process.Pid, "kube-apiserver": cp.apiserver.cmd.Process.Pid, "kube-controller-manager": cp.kcm.cmd.Process.Pid}
+		"etcd": cp.etcd.cmd.Process.Pid, "kube-apiserver": cp.apiserver.cmd.Process.Pid, "kube-controller-manager": cp.kcm.cmd.Process.Pid,
+		"kube-scheduler": cp.scheduler.cmd.Process.Pid}
 
 	torn := time.Now()
 	if err := n.Teardown(); err != nil {
@@ -196,7 +197,7 @@ func hostState() string {
 		}
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		switch c := strings.TrimSpace(string(comm)); c {
-		case "kubelet", "containerd", "etcd", "kube-apiserver", "kube-controller", "containerd-shim":
+		case "kubelet", "containerd", "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "containerd-shim":
 			procs = append(procs, "process "+c+"\n")
 		}
 	}

@@ -42,7 +42,7 @@ func (l *Lab) cluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.onClose("stopping the control plane (etcd, kube-apiserver, kube-controller-manager)", cp.Stop)
+	l.onClose("stopping the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", cp.Stop)
 	l.Kubeconfig = cp.AdminKubeconfig
 	l.say("control plane on 127.0.0.1:%d (the node joins https://%s:%d); kubeconfig %s", port, guestHost, port, l.Kubeconfig)
 	return nil

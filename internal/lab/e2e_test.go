@@ -266,7 +266,7 @@ func hostState(t *testing.T) []string {
 		require.NoError(t, err)
 		state = append(state, m...)
 	}
-	for _, name := range []string{"qemu-system", "kube-apiserver", "kube-controller-manager", "etcd", "packer build"} {
+	for _, name := range []string{"qemu-system", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "packer build"} {
 		out, _ := exec.Command("pgrep", "-af", name).Output()
 		if p := strings.TrimSpace(filterSelf(string(out))); p != "" {
 			state = append(state, "process: "+p)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	certv1 "k8s.io/api/certificates/v1"
@@ -56,6 +57,7 @@ func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 	out = append(out, clusterInfo(ctx, client)...)
 	out = append(out, bootstrapRBAC(ctx, client)...)
 	out = append(out, kubeadmConfigMaps(ctx, client)...)
+	out = append(out, scheduler(ctx, client, time.Now()))
 	out = append(out, windowsKubeProxy(ctx, client))
 	out = append(out, windowsCNI(ctx, client, dyn)...)
 	if o.Node != "" {
@@ -174,6 +176,51 @@ func kubeadmConfigMaps(ctx context.Context, c kubernetes.Interface) []Finding {
 		}
 	}
 	return out
+}
+
+// schedulerStaleMargin is how much older than its duration a lease's
+// renewTime may be before doctor calls it stale. The holder writes
+// renewTime with its own clock, so this also absorbs clock skew between the
+// scheduler's host and doctor's.
+const schedulerStaleMargin = time.Minute
+
+// scheduler looks for a running kube-scheduler through the Lease
+// kube-system/kube-scheduler, which the leading scheduler renews every
+// couple of seconds (--leader-elect, on by default). Without a scheduler
+// every Pod without spec.nodeName stays Pending, DaemonSet Pods included:
+// the DaemonSet controller only pins them to a node by affinity and the
+// default scheduler binds them
+// (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/#how-daemon-pods-are-scheduled),
+// so a new node's CNI and kube-proxy Pods would never start.
+func scheduler(ctx context.Context, c kubernetes.Interface, now time.Time) Finding {
+	const check = "scheduler"
+	const lease = "kube-system/kube-scheduler"
+	const pending = "no kube-scheduler is leading, so Pods stay Pending (a new node's CNI and kube-proxy DaemonSet Pods too)"
+	fix := "start kube-scheduler with --leader-elect (the default); in a kubeadm cluster check `kubectl -n kube-system get pods -l component=kube-scheduler` and /etc/kubernetes/manifests/kube-scheduler.yaml on the control-plane nodes. A managed control plane may hide its scheduler's lease: then check that new Pods get a node"
+	l, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Finding{check, Warn, "no Lease " + lease + ": " + pending, fix}
+	case err != nil:
+		return Finding{check, Warn, "could not check: reading Lease " + lease + ": " + err.Error(),
+			"read it with a kubeconfig that may get leases in kube-system, or check by hand that new Pods get a node"}
+	}
+	holder := "nobody"
+	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		holder = *l.Spec.HolderIdentity
+	}
+	duration := 15 * time.Second // kube-scheduler's --leader-elect-lease-duration default
+	if l.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	if l.Spec.RenewTime == nil {
+		return Finding{check, Warn, fmt.Sprintf("Lease %s (holder %s) was never renewed: %s", lease, holder, pending), fix}
+	}
+	age := now.Sub(l.Spec.RenewTime.Time).Round(time.Second)
+	if age > duration+schedulerStaleMargin {
+		return Finding{check, Warn, fmt.Sprintf("Lease %s was last renewed %s ago by %s, longer than its %s duration: %s", lease, age, holder, duration, pending), fix}
+	}
+	return Finding{check, OK, fmt.Sprintf("Lease %s held by %s, renewed %s ago", lease, holder, max(age, 0)), ""}
 }
 
 // selectsWindows: the DaemonSet's pods are for Windows nodes.

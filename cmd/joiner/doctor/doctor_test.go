@@ -3,27 +3,33 @@ package doctor_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
 // kubeadmCluster is what `kubeadm init` leaves: cluster-info signed for a
-// token, bootstrap RBAC, kubeadm's ConfigMaps. No Windows pieces.
+// token, bootstrap RBAC, kubeadm's ConfigMaps, a scheduler holding its
+// lease. No Windows pieces.
 func kubeadmCluster(t *testing.T) []runtime.Object {
 	ca := jointest.NewCA(t)
 	crb := func(name, role, subject string) *rbacv1.ClusterRoleBinding {
@@ -41,7 +47,16 @@ func kubeadmCluster(t *testing.T) []runtime.Object {
 			Subjects: []rbacv1.Subject{{Kind: "User", Name: "system:anonymous"}}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-config", Namespace: "kube-system"}},
+		schedulerLease(2 * time.Second),
 	}
+}
+
+// schedulerLease is kube-scheduler's lease, last renewed age ago.
+func schedulerLease(age time.Duration) *coordinationv1.Lease {
+	holder, seconds := "cp-1_0c9d6e3a", int32(15)
+	renewed := metav1.NewMicroTime(time.Now().Add(-age))
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &renewed}}
 }
 
 func daemonSet(ns, name, os string) *appsv1.DaemonSet {
@@ -124,4 +139,60 @@ func TestNotReadyNodeIsExplained(t *testing.T) {
 	assert.Contains(t, out, "[FAIL] node win-1: NotReady (KubeletNotReady: container runtime network not ready")
 	assert.Contains(t, out, "fix: the CNI is not ready on this node")
 	require.NotContains(t, out, "not registered")
+}
+
+func TestSchedulerIsSeenThroughItsLease(t *testing.T) {
+	fix := "fix: start kube-scheduler with --leader-elect (the default); in a kubeadm cluster check `kubectl -n kube-system get pods -l component=kube-scheduler`"
+	forbidden := func(c *fake.Clientset) {
+		c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "kube-scheduler", nil)
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		lease   *coordinationv1.Lease // nil: none
+		react   func(*fake.Clientset)
+		want    string
+		wantFix string
+	}{
+		{name: "fresh lease", lease: schedulerLease(3 * time.Second),
+			want: "[ok  ] scheduler: Lease kube-system/kube-scheduler held by cp-1_0c9d6e3a, renewed 3s ago"},
+		{name: "renewed within duration and margin", lease: schedulerLease(70 * time.Second),
+			want: "[ok  ] scheduler: Lease kube-system/kube-scheduler held by cp-1_0c9d6e3a, renewed 1m10s ago"},
+		{name: "stale lease", lease: schedulerLease(10 * time.Minute),
+			want:    "[warn] scheduler: Lease kube-system/kube-scheduler was last renewed 10m0s ago by cp-1_0c9d6e3a, longer than its 15s duration: no kube-scheduler is leading, so Pods stay Pending",
+			wantFix: fix},
+		{name: "missing lease",
+			want:    "[warn] scheduler: no Lease kube-system/kube-scheduler: no kube-scheduler is leading, so Pods stay Pending",
+			wantFix: fix},
+		{name: "never renewed", lease: func() *coordinationv1.Lease { l := schedulerLease(0); l.Spec.RenewTime = nil; return l }(),
+			want:    "[warn] scheduler: Lease kube-system/kube-scheduler (holder cp-1_0c9d6e3a) was never renewed",
+			wantFix: fix},
+		{name: "RBAC forbids reading leases", lease: schedulerLease(time.Second), react: forbidden,
+			want:    `[warn] scheduler: could not check: reading Lease kube-system/kube-scheduler: leases.coordination.k8s.io "kube-scheduler" is forbidden`,
+			wantFix: "fix: read it with a kubeconfig that may get leases in kube-system"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.lease != nil {
+				objs = append(objs, tc.lease)
+			}
+			client := fake.NewClientset(objs...)
+			if tc.react != nil {
+				tc.react(client)
+			}
+			var out bytes.Buffer
+			doctor.Print(&out, doctor.Run(context.Background(), client, nil, doctor.Options{}))
+			lines := strings.Split(out.String(), "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "] scheduler: ") })
+			require.NotEqual(t, -1, i, "no scheduler finding in:\n%s", out.String())
+			line, after := lines[i], lines[i+1]
+			assert.True(t, strings.HasPrefix(line, tc.want), "want %q, got %q", tc.want, line)
+			if tc.wantFix == "" {
+				assert.False(t, strings.HasPrefix(after, "       fix: "), "an OK finding has no fix: %q", after)
+			} else {
+				assert.True(t, strings.HasPrefix(after, "       "+tc.wantFix), "want %q after the finding, got %q", tc.wantFix, after)
+			}
+		})
+	}
 }
