@@ -97,7 +97,8 @@ func LinuxSelfCheck(c SelfCheck) []byte {
 	s.line("# kubenode-bake: self-check of the baked guest. Generated from typed configuration; do not edit.")
 	s.line("# Every check runs; each problem is printed as \"problem: ...\"; the script fails when there is one.")
 	s.line("set -u")
-	s.line("export LC_ALL=C PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	// containerd's tarball installs to /usr/local/bin, which a sudo PATH may lack.
+	s.line(`export LC_ALL=C PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"`)
 	s.line("problems=0")
 	s.line(`problem() { echo "problem: $*"; problems=$((problems + 1)); }`)
 	s.line(`enabled() { # enabled UNIT: starts at boot`)
