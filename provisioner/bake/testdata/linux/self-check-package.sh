@@ -20,7 +20,7 @@ module() { # module NAME: loaded now and listed for boot
 sysctl_is() { # sysctl_is KEY VALUE: now and at boot
   v=$(sysctl -n "$1" 2>/dev/null) || v=
   if [ "$v" = "$2" ]; then echo "ok: $1 = $2"; else problem "sysctl $1 is ${v:-unset}, want $2"; fi
-  if cat /etc/sysctl.d/*.conf /run/sysctl.d/*.conf /usr/lib/sysctl.d/*.conf /etc/sysctl.conf 2>/dev/null | awk -F= -v k="$1" -v w="$2" '{ gsub(/[[:space:]]/, "") } $1 == k { v = $2 } END { exit v != w }'; then echo "ok: $1 = $2 at boot"; else problem "sysctl $1 = $2 is not set for boot (in /etc/sysctl.d)"; fi
+  if cat /usr/lib/sysctl.d/*.conf /run/sysctl.d/*.conf /etc/sysctl.d/*.conf /etc/sysctl.conf 2>/dev/null | awk -F= -v k="$1" -v w="$2" '{ gsub(/[[:space:]]/, "") } $1 == k { v = $2 } END { exit v != w }'; then echo "ok: $1 = $2 at boot"; else problem "sysctl $1 = $2 is not set for boot (in /etc/sysctl.d)"; fi
 }
 version_is() { # version_is NAME WANT COMMAND...: the last word of the command's first line
   what=$1; want=$2; shift 2
