@@ -67,9 +67,9 @@ type Config struct {
 
 	// A local directory holding the artifacts to upload instead of
 	// downloading them (air-gapped builds): `kubelet`, `kubeadm`, `kubectl`
-	// (`.exe` on Windows, plus `kube-log-runner.exe`), the containerd and
-	// CNI plugins release tarballs under their release file names, and the
-	// joiner (`kubenode-joiner` / `kubenode-joiner.exe`).
+	// (`.exe` on Windows, plus `kube-log-runner.exe`), the containerd,
+	// CNI plugins and crictl release tarballs under their release file
+	// names, and the joiner (`kubenode-joiner` / `kubenode-joiner.exe`).
 	ArtifactsDir string `mapstructure:"artifacts_dir"`
 	// Explicit local files by artifact name (`kubelet`, `kubeadm`, `kubectl`,
 	// `kube-log-runner`, `containerd`, `runc`, `cni-plugins`, `joiner`,
