@@ -37,6 +37,12 @@ variable "joiner" {
   default     = "dist/kubenode-joiner"
 }
 
+variable "install_crictl" {
+  type        = bool
+  description = "install crictl from its GitHub release (the lab passes false: it builds from local files only)"
+  default     = true
+}
+
 variable "kubernetes_version" {
   type    = string
   default = "v1.33.13"
@@ -90,6 +96,7 @@ build {
     artifacts_dir     = var.kubernetes_dir
     artifacts         = { joiner = var.joiner }
     node_labels       = { "kubenode.io/image" = "debian-12-node" }
+    install_crictl    = var.install_crictl
     # The lab and `make e2e` log in to the booted node as the build
     # account; other images let generalize lock it (docs/security.md).
     keep_build_account = true

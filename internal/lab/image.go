@@ -66,6 +66,8 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		"-var", "joiner=" + o.Joiner,
 		"-var", "output_directory=" + o.ImageDir,
 		"-var", "accelerator=" + o.Accelerator,
+		// crictl comes from GitHub; the lab builds from local files only.
+		"-var", "install_crictl=false",
 		o.Template}
 	l.say("packer %s", strings.Join(args, " "))
 	if err := l.runPacker(ctx, env, args); err != nil {

@@ -54,15 +54,26 @@ type Config struct {
 	// kubeadm's for `kubernetes_version`, raised to the Windows build's
 	// minimum on Windows.
 	PauseImage string `mapstructure:"pause_image"`
+	// crictl (cri-tools) release, `vX.Y.Z`: any patch release of a
+	// cri-tools minor in the version table. Default: the table's release
+	// for `kubernetes_version`'s minor (cri-tools makes one minor per
+	// Kubernetes minor).
+	CrictlVersion string `mapstructure:"crictl_version"`
+	// Install crictl: `/usr/bin/crictl` on Linux, `crictl.exe` beside
+	// containerd (with its `crictl.yaml`) on Windows, from the official
+	// release or `artifacts`/`artifacts_dir` like the other artifacts.
+	// Default true. With false, the self-check asks containerd with `ctr`.
+	InstallCrictl *bool `mapstructure:"install_crictl"`
 
 	// A local directory holding the artifacts to upload instead of
 	// downloading them (air-gapped builds): `kubelet`, `kubeadm`, `kubectl`
-	// (`.exe` on Windows, plus `kube-log-runner.exe`), the containerd and
-	// CNI plugins release tarballs under their release file names, and the
-	// joiner (`kubenode-joiner` / `kubenode-joiner.exe`).
+	// (`.exe` on Windows, plus `kube-log-runner.exe`), the containerd,
+	// CNI plugins and crictl release tarballs under their release file
+	// names, and the joiner (`kubenode-joiner` / `kubenode-joiner.exe`).
 	ArtifactsDir string `mapstructure:"artifacts_dir"`
 	// Explicit local files by artifact name (`kubelet`, `kubeadm`, `kubectl`,
-	// `kube-log-runner`, `containerd`, `runc`, `cni-plugins`, `joiner`); these
+	// `kube-log-runner`, `containerd`, `runc`, `cni-plugins`, `joiner`,
+	// `crictl`); these
 	// win over `artifacts_dir`.
 	Artifacts map[string]string `mapstructure:"artifacts"`
 	// Expected sha256 (hex) of artifacts by name. Downloads are checked
@@ -167,9 +178,10 @@ const (
 	ArtifactRunc          = "runc"
 	ArtifactCNIPlugins    = "cni-plugins"
 	ArtifactJoiner        = "joiner"
+	ArtifactCrictl        = "crictl"
 )
 
-var artifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner}
+var artifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl}
 
 // Prepare decodes and validates the configuration; every problem is
 // reported, each naming its key.
@@ -264,7 +276,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.
-	for _, err := range append(c.validateVersions(), c.validateNode()...) {
+	for _, err := range append(append(c.validateVersions(), c.validateNode()...), c.prepareBasics()...) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.DownloadCacheDir == "" {

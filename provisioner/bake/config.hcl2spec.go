@@ -24,6 +24,8 @@ type FlatConfig struct {
 	ContainerdSource     *string           `mapstructure:"containerd_source" cty:"containerd_source" hcl:"containerd_source"`
 	CNIPluginsVersion    *string           `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
 	PauseImage           *string           `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
+	CrictlVersion        *string           `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
+	InstallCrictl        *bool             `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
 	ArtifactsDir         *string           `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
 	Artifacts            map[string]string `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
 	ArtifactChecksums    map[string]string `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
@@ -72,6 +74,8 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"containerd_source":          &hcldec.AttrSpec{Name: "containerd_source", Type: cty.String, Required: false},
 		"cni_plugins_version":        &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
 		"pause_image":                &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
+		"crictl_version":             &hcldec.AttrSpec{Name: "crictl_version", Type: cty.String, Required: false},
+		"install_crictl":             &hcldec.AttrSpec{Name: "install_crictl", Type: cty.Bool, Required: false},
 		"artifacts_dir":              &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
 		"artifacts":                  &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},
 		"artifact_checksums":         &hcldec.AttrSpec{Name: "artifact_checksums", Type: cty.Map(cty.String), Required: false},

@@ -58,6 +58,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	require.Len(t, done, 2, log)
 	assert.NotEqual(t, "0", done[0][1], "the first bake installs")
 	assert.Equal(t, "0", done[1][1], "the second bake changes nothing:\n%s", log)
+	assert.Equal(t, 2, strings.Count(log, "ok: self-check passed"), "each bake ends with a passing self-check:\n%s", log)
 	for _, step := range []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize", "cleanup"} {
 		assert.Contains(t, log, "kubenode-bake ["+step+"]")
 	}

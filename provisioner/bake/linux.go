@@ -32,6 +32,17 @@ type LinuxPlan struct {
 	LockAccount string
 	// Staging is the guest directory artifacts were uploaded to.
 	Staging string
+
+	// Node basics and the self-check (basics.go, selfcheck.go).
+	// CrictlVersion and CrictlTarball: crictl's release and its tarball in
+	// Staging; empty: crictl is not installed.
+	CrictlVersion, CrictlTarball string
+	// ContainerdVersion is the containerd release asked for (tarball
+	// source), which the self-check compares; empty: not compared.
+	ContainerdVersion string
+	// CheckImages are image references the self-check expects in
+	// containerd's k8s.io namespace (the images preloaded into the image).
+	CheckImages []string
 }
 
 // Proxy settings for downloads and containerd.
@@ -66,14 +77,19 @@ const (
 func LinuxSteps(p LinuxPlan) []Step {
 	steps := []Step{
 		{"prerequisites", linuxPrerequisites(p)},
+		{stepNodeBasics, linuxNodeBasics(p)},
 		{"kernel", linuxKernel()},
 		{"containerd", linuxContainerd(p)},
 		{"cni", linuxCNI(p)},
 		{"kubernetes", linuxKubernetes(p)},
 	}
+	if p.CrictlTarball != "" {
+		steps = append(steps, Step{stepCrictl, linuxCrictl(p)})
+	}
 	if len(p.JoinerConfig) > 0 {
 		steps = append(steps, Step{"joiner", linuxJoiner(p)})
 	}
+	steps = append(steps, Step{stepSelfCheck, LinuxSelfCheck(p.selfCheck())})
 	if p.Generalize {
 		steps = append(steps, Step{"generalize", linuxGeneralize(p)})
 	}

@@ -21,6 +21,8 @@ func testPlan() LinuxPlan {
 		Proxy:        Proxy{HTTP: "http://proxy:3128", No: "10.0.0.0/8,'quoted'"},
 		JoinerConfig: []byte("apiVersion: joiner.kubenode.io/v1alpha1\nkind: JoinerConfiguration\n"),
 		Generalize:   true, Staging: "/var/tmp/kubenode-bake",
+		CrictlVersion: "v1.33.0", CrictlTarball: "crictl.tar.gz", ContainerdVersion: "2.1.4",
+		CheckImages: []string{"registry.k8s.io/pause:3.10", "busybox"},
 	}
 }
 
@@ -38,7 +40,7 @@ func TestLinuxScriptsParse(t *testing.T) {
 			out, err := exec.Command("sh", "-n", path).CombinedOutput()
 			assert.NoError(t, err, "%s (%s): %s", s.Name, source, out)
 		}
-		assert.Equal(t, []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize", "cleanup"}, names)
+		assert.Equal(t, []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "joiner", "self-check", "generalize", "cleanup"}, names)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.sh")
 	require.NoError(t, os.WriteFile(bad, []byte("if true; then\n"), 0o644))

@@ -66,6 +66,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	}
 	ui.Say(fmt.Sprintf("kubenode-bake: Kubernetes %s, containerd from %s, cni %s, pause image %s",
 		plan.KubernetesVersion, c.ContainerdSource, c.CNI, plan.PauseImage))
+	ui.Say(crictlSummary(plan.CrictlVersion))
 	arts, err = c.resolve(ctx, ui, arts)
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 		}
 		out, err := r.run(ctx, s.Name, r.sudo+"sh "+q(script))
 		if err != nil {
-			return err
+			return selfCheckFailure(s.Name, out, err)
 		}
 		changed += strings.Count(out, "changed: ")
 	}
@@ -232,6 +233,9 @@ func (c *Config) linuxPlan() (LinuxPlan, []Artifact, error) {
 		cniArt := cni.LinuxArtifact()
 		arts = append(append(arts, ctrArts...), cniArt)
 		plan.ContainerdTarball, plan.RuncBinary, plan.CNITarball = ctrArts[0].FileName, ctrArts[1].FileName, cniArt.FileName
+	}
+	if arts, err = c.linuxBasics(&plan, k8s, arts); err != nil {
+		return LinuxPlan{}, nil, err
 	}
 	if *c.InstallJoiner {
 		arts = append(arts, Artifact{Name: ArtifactJoiner, FileName: "kubenode-joiner"})

@@ -422,3 +422,63 @@ func compareVersions(a, b string) int {
 	}
 	return slices.Compare(va, vb)
 }
+
+// crictl (kubernetes-sigs/cri-tools) releases. cri-tools makes one minor
+// release per Kubernetes minor (its README's compatibility matrix: cri-tools
+// >= 1.27 for Kubernetes >= 1.27); each row is the Kubernetes minor and the
+// newest cri-tools release of the same minor, which a build installs when
+// `crictl_version` is unset. Read from the repository's release tags
+// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0). Downloads:
+// crictl-<v>-<os>-amd64.tar.gz (crictl or crictl.exe alone) with a
+// .sha256 beside it holding the bare digest (cri-tools hack/release.sh).
+type CrictlRow struct {
+	// Minor is the Kubernetes (and cri-tools) minor, "v<major>.<minor>".
+	Minor string
+	// Version is the cri-tools release installed by default for it.
+	Version string
+}
+
+// CrictlRelease is a cri-tools release the bake installs.
+type CrictlRelease struct {
+	// Version is the release, vX.Y.Z.
+	Version string
+}
+
+var crictlRows = []CrictlRow{
+	{Minor: "v1.30", Version: "v1.30.1"},
+	{Minor: "v1.31", Version: "v1.31.1"},
+	{Minor: "v1.32", Version: "v1.32.0"},
+	{Minor: "v1.33", Version: "v1.33.0"},
+	{Minor: "v1.34", Version: "v1.34.0"},
+	{Minor: "v1.35", Version: "v1.35.0"},
+}
+
+// LookupCrictl finds the crictl release to install: v, any release vX.Y.Z
+// of a cri-tools minor in the table, or with v empty the row of the
+// Kubernetes release's minor.
+func LookupCrictl(v string, k KubernetesRelease) (CrictlRelease, error) {
+	if v == "" {
+		for _, r := range crictlRows {
+			if r.Minor == k.Minor {
+				return CrictlRelease{Version: r.Version}, nil
+			}
+		}
+		return CrictlRelease{}, fmt.Errorf("crictl_version: the version table has no cri-tools release for Kubernetes %s; set crictl_version, or install_crictl = false", k.Minor)
+	}
+	if _, err := lookupRelease("crictl_version", v, "v", "minor", crictlRows, func(r CrictlRow) string { return r.Minor }); err != nil {
+		return CrictlRelease{}, err
+	}
+	return CrictlRelease{Version: v}, nil
+}
+
+// LinuxArtifact is crictl's linux/amd64 release tarball.
+func (c CrictlRelease) LinuxArtifact() Artifact { return c.artifact("linux") }
+
+// WindowsArtifact is crictl's windows/amd64 release tarball (crictl.exe).
+func (c CrictlRelease) WindowsArtifact() Artifact { return c.artifact("windows") }
+
+func (c CrictlRelease) artifact(os string) Artifact {
+	tarball := "crictl-" + c.Version + "-" + os + "-amd64.tar.gz"
+	u := "https://github.com/kubernetes-sigs/cri-tools/releases/download/" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactCrictl, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}

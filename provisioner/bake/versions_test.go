@@ -409,6 +409,9 @@ func TestDocsNameEveryVersionInTheTable(t *testing.T) {
 	for _, r := range cniPluginsMajors {
 		want = append(want, r.Major)
 	}
+	for _, r := range crictlRows {
+		want = append(want, r.Version)
+	}
 	for _, r := range windowsReleases {
 		want = append(want, r.Version)
 		assert.Contains(t, section, fmt.Sprintf("build %d", r.Build))

@@ -56,6 +56,14 @@ type WindowsPlan struct {
 	// off. FirstBoot is autounattend.RenderWindowsFirstBoot's answer file.
 	Generalize bool
 	FirstBoot  []byte
+
+	// Node basics and the self-check (basics.go, selfcheck.go):
+	// InstallCrictl installs Crictl's crictl.exe beside containerd;
+	// CheckImages are image references the self-check expects in
+	// containerd's k8s.io namespace (the images preloaded into the image).
+	InstallCrictl bool
+	Crictl        CrictlRelease
+	CheckImages   []string
 }
 
 // WindowsFiles are file names in the staging directory.
@@ -63,6 +71,7 @@ type WindowsFiles struct {
 	Kubelet, Kubeadm, Kubectl, KubeLogRunner string
 	ContainerdTarball, CNITarball            string
 	Joiner                                   string
+	Crictl                                   string
 }
 
 // Guest locations on Windows. The kubelet's and the joiner's come from
@@ -191,7 +200,7 @@ func (p WindowsPlan) Validate() error {
 	for name, file := range map[string]string{
 		ArtifactKubelet: p.Files.Kubelet, ArtifactKubeadm: p.Files.Kubeadm, ArtifactKubectl: p.Files.Kubectl,
 		ArtifactKubeLogRunner: p.Files.KubeLogRunner, ArtifactContainerd: p.Files.ContainerdTarball,
-		ArtifactCNIPlugins: p.Files.CNITarball, ArtifactJoiner: p.Files.Joiner,
+		ArtifactCNIPlugins: p.Files.CNITarball, ArtifactJoiner: p.Files.Joiner, ArtifactCrictl: p.Files.Crictl,
 	} {
 		if strings.ContainsAny(file, `\/:*?"<>|`) || oneLine(file) != "" {
 			add("artifact %s: %q is not a plain file name", name, file)
@@ -211,6 +220,7 @@ func (p WindowsPlan) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, p.validateBasics()...)
 	return joinSorted(errs)
 }
 

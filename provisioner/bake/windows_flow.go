@@ -133,7 +133,7 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 		}
 		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
 		if err != nil {
-			return err
+			return selfCheckFailure(s.Name, out, err)
 		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
@@ -366,6 +366,10 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 	if plan.InstallJoiner {
 		arts = append(arts, Artifact{Name: ArtifactJoiner, FileName: windowsJoinerFileName})
 	}
+	plan, arts, errB := c.windowsBasics(plan, arts)
+	if errB != nil {
+		return WindowsPlan{}, nil, errB
+	}
 	plan = plan.withDefaults()
 	if err := plan.Validate(); err != nil {
 		return WindowsPlan{}, nil, err
@@ -399,6 +403,7 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 	if err != nil {
 		return err
 	}
+	ui.Say(crictlSummary(plan.Crictl.Version))
 	if arts, err = c.resolve(ctx, ui, arts); err != nil {
 		return err
 	}

@@ -276,7 +276,7 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 	require.NoError(t, RunWindows(context.Background(), ui, g, p, ups))
 
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
-		"registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, g.steps())
+		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.steps())
 	// Every artifact is on the guest before the check, the check before any install.
 	_, log, _ := g.snapshot()
 	verify := slices.Index(log, "verify-artifacts")
@@ -306,7 +306,7 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 		"Windows is back, booted at 2026-11-22T10:01:00.0000000Z",
 		"kubenode-bake [registry]",
 		"changed: did cleanup",
-		"Windows baked, 9 changes; sysprep generalizes it and powers it off",
+		"Windows baked, 12 changes; sysprep generalizes it and powers it off",
 		"changed: did sysprep",
 	} {
 		assert.Contains(t, out, want)
@@ -320,7 +320,7 @@ func TestRunWindowsWithoutRestart(t *testing.T) {
 	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
 	ui := newTestUI()
 	require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, g.steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.steps())
 	commands, log, _ := g.snapshot()
 	for _, c := range commands {
 		assert.NotContains(t, c, "shutdown")
@@ -344,14 +344,14 @@ func TestRunWindowsFailedStepNamesItWithExitCodeAndOutputTail(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "containerd", se.Step)
 	assert.Equal(t, 3, se.ExitCode)
-	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\kubenode\03-containerd.ps1"`, se.Command)
+	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\kubenode\04-containerd.ps1"`, se.Command)
 	assert.Contains(t, err.Error(), "step containerd: `powershell.exe")
 	assert.Contains(t, err.Error(), "exited with code 3")
 	assert.Contains(t, se.Tail, "containerd line 40")
 	assert.Contains(t, se.Tail, "containerd line 16")
 	assert.NotContains(t, se.Tail, "containerd line 15", "only the last 25 lines")
 	assert.Contains(t, ui.err.String(), "step containerd:", "the failure is shown in the UI")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd"}, g.steps(), "nothing runs after a failed step")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd"}, g.steps(), "nothing runs after a failed step")
 }
 
 func TestRunWindowsChecksumMismatchStopsBeforeInstalling(t *testing.T) {
@@ -427,7 +427,7 @@ func TestWindowsPlanFromConfig(t *testing.T) {
 	for _, a := range arts {
 		names = append(names, a.Name)
 	}
-	assert.Equal(t, []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactCNIPlugins, ArtifactJoiner}, names)
+	assert.Equal(t, []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl}, names)
 	assert.Equal(t, arts[4].FileName, plan.Files.ContainerdTarball)
 
 	c.CNI, c.ContainerdSource = "bridge", "tarball"
@@ -461,7 +461,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	g := newFakeWindows()
 	g.build = fmt.Sprint(win.Build)
 	require.NoError(t, p.provisionWindows(context.Background(), newTestUI(), g))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, g.steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
 	require.NotNil(t, rec)

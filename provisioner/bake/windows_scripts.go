@@ -53,10 +53,14 @@ func WindowsSteps(p WindowsPlan) ([]Step, error) {
 	steps = append(steps,
 		Step{stepContainersFeature, windowsContainersFeature(p)},
 		Step{stepRegistry, windowsRegistrySettings(p)},
+		Step{stepTimeSync, windowsTimeSync()},
 		Step{stepContainerd, windowsContainerd(p)},
 		Step{stepCNI, windowsCNI(p)},
 		Step{stepKubelet, kubelet},
 	)
+	if p.InstallCrictl {
+		steps = append(steps, Step{stepCrictl, windowsCrictl(p)})
+	}
 	if p.DefenderExclusions {
 		steps = append(steps, Step{stepDefender, windowsDefender()})
 	}
@@ -67,7 +71,7 @@ func WindowsSteps(p WindowsPlan) ([]Step, error) {
 		}
 		steps = append(steps, Step{stepJoiner, joiner})
 	}
-	steps = append(steps, Step{stepPermissions, windowsPermissions(p)}, Step{stepCleanup, windowsCleanup(p)})
+	steps = append(steps, Step{stepPermissions, windowsPermissions(p)}, Step{stepSelfCheck, WindowsSelfCheck(p.selfCheck())}, Step{stepCleanup, windowsCleanup(p)})
 	if p.Generalize {
 		steps = append(steps, Step{stepSysprep, windowsSysprep(p)})
 	}

@@ -40,7 +40,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 			g.exit[stepSysprep] = exit
 			require.NoError(t, RunWindows(context.Background(), ui, g, p, realUploads(t, p)))
 			steps := g.steps()
-			assert.Equal(t, []string{"permissions", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
+			assert.Equal(t, []string{"self-check", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
 			commands, _, _ := g.snapshot()
 			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
 			if exit == 0 {

@@ -52,11 +52,14 @@ func basePlan(t *testing.T) WindowsPlan {
 	require.NoError(t, err)
 	cni, err := LookupCNIPlugins("")
 	require.NoError(t, err)
+	crictl, err := LookupCrictl("", k8s)
+	require.NoError(t, err)
 	firstBoot, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: "Clone-Admin-1!"})
 	require.NoError(t, err)
 	return WindowsPlan{
 		Windows: mustWindows(t, ""), Kubernetes: k8s, Containerd: newestContainerd(t, 3), CNIPlugins: cni,
 		DefenderExclusions: true, InstallJoiner: true, Generalize: true, FirstBoot: firstBoot,
+		InstallCrictl: true, Crictl: crictl, CheckImages: []string{"registry.example/preloaded:1.0"},
 	}
 }
 
@@ -68,6 +71,8 @@ func windowsCases(t *testing.T) map[string]WindowsPlan {
 	old.Generalize = false
 	old.Proxy = Proxy{HTTP: "http://proxy.example:3128", HTTPS: "http://user:it's@proxy.example:3128", No: "10.0.0.0/8,.cluster.local"}
 	old.NodeLabels = map[string]string{"example.com/pool": "windows-2019"}
+	// Without crictl: the self-check asks containerd with ctr.exe.
+	old.InstallCrictl, old.CheckImages = false, nil
 
 	// The newest Kubernetes minor, whose kubelet has no
 	// --pod-infra-container-image: the joiner is not given it.
@@ -93,7 +98,11 @@ func testUploads(p WindowsPlan) []Upload {
 	for name, file := range map[string]string{
 		ArtifactKubelet: f.Kubelet, ArtifactKubeadm: f.Kubeadm, ArtifactKubectl: f.Kubectl, ArtifactKubeLogRunner: f.KubeLogRunner,
 		ArtifactContainerd: f.ContainerdTarball, ArtifactCNIPlugins: f.CNITarball, ArtifactJoiner: f.Joiner,
+		ArtifactCrictl: p.crictlFile(),
 	} {
+		if name == ArtifactCrictl && !p.InstallCrictl {
+			continue
+		}
 		out = append(out, Upload{Name: name, Local: "/build/" + file, Remote: p.Staging + `\` + file, SHA256: fmt.Sprintf("%064x", len(file))})
 	}
 	slices.SortFunc(out, func(a, b Upload) int { return strings.Compare(a.Name, b.Name) })
@@ -150,9 +159,9 @@ func TestWindowsStepsOrderAndOptionalSteps(t *testing.T) {
 		return out
 	}
 	p := basePlan(t)
-	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "defender", "joiner", "permissions", "cleanup", "sysprep"}, names(p))
-	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
-	assert.Equal(t, []string{"containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, names(p))
+	assert.Equal(t, []string{"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, names(p))
+	p.DefenderExclusions, p.InstallJoiner, p.Generalize, p.InstallCrictl = false, false, false, false
+	assert.Equal(t, []string{"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "permissions", "self-check", "cleanup"}, names(p))
 }
 
 func TestWindowsScriptsAreCRLFWithABOM(t *testing.T) {

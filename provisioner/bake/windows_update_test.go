@@ -126,7 +126,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 
 	assert.Equal(t, []string{"mkdir", "verify-artifacts",
 		"windows-update", "restart", "windows-update", "restart", "windows-update", "windows-update",
-		"containers-feature", "registry", "containerd", "cni", "kubelet", "permissions", "cleanup"}, g.steps())
+		"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.steps())
 	out := ui.out.String()
 	for _, want := range []string{
 		"Windows Update round 1: 3 updates installed, restarting",
@@ -136,7 +136,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 		"Windows Update round 4: nothing left to install; 6 updates installed in all",
 		"changed: installed KB5002",
 		"kubenode-bake [windows-update] round 2",
-		"Windows baked, 13 changes", // 6 updates and 7 fake steps
+		"Windows baked, 16 changes", // 6 updates and 7 fake steps
 	} {
 		assert.Contains(t, out, want)
 	}

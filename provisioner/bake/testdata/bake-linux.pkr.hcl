@@ -15,6 +15,12 @@ variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "kubernetes_dir" { type = string }
 variable "joiner" { type = string }
+# No crictl here: the bake uses local artifacts only, and crictl comes
+# from GitHub; the self-check then asks containerd with ctr.
+variable "install_crictl" {
+  type    = bool
+  default = false
+}
 
 source "kubenode-libvirt" "bake" {
   disk_image       = var.base_disk
@@ -43,6 +49,7 @@ build {
     artifacts          = { joiner = var.joiner }
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
+    install_crictl     = var.install_crictl
     # The checks after the reboot log in as the build account.
     keep_build_account = true
   }
@@ -56,6 +63,7 @@ build {
     artifacts          = { joiner = var.joiner }
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
+    install_crictl     = var.install_crictl
     # The checks after the reboot log in as the build account.
     keep_build_account = true
   }

@@ -31,6 +31,10 @@ check "kubeadm drop-in reads kubeadm-flags.env" grep -q 'EnvironmentFile=-/var/l
 check "CNI bridge plugin" test -x /opt/cni/bin/bridge
 check "bridge CNI config" grep -q '"type": "bridge"' /etc/cni/net.d/10-kubenode-bridge.conflist
 check "crictl config" grep -q 'containerd.sock' /etc/crictl.yaml
+check "time sync enabled" systemctl is-enabled -q systemd-timesyncd
+check "growpart installed" command -v growpart
+# disk_size is 6G, the base disk 3G: cloud-init's growpart grew the root at the reboot.
+check "root grew to the disk" test "$(df -B1G --output=size / | tail -n 1 | tr -d ' ')" -ge 5
 check "joiner runs" /usr/local/bin/kubenode-joiner version
 check "joiner config is private" equals "$(stat -c %a /etc/kubenode/joiner.yaml)" 600
 check "joiner config has the labels" grep -q 'example.com/pool: lab' /etc/kubenode/joiner.yaml

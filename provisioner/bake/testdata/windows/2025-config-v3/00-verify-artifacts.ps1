@@ -25,6 +25,9 @@ if (-not (Test-KubenodeArtifact -Name 'cni-plugins' -Path 'C:\Windows\Temp\kuben
 if (-not (Test-KubenodeArtifact -Name 'containerd' -Path 'C:\Windows\Temp\kubenode\containerd-2.1.4-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {
     $good = $false
 }
+if (-not (Test-KubenodeArtifact -Name 'crictl' -Path 'C:\Windows\Temp\kubenode\crictl-v1.33.0-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000023')) {
+    $good = $false
+}
 if (-not (Test-KubenodeArtifact -Name 'joiner' -Path 'C:\Windows\Temp\kubenode\kubenode-joiner.exe' -Want '0000000000000000000000000000000000000000000000000000000000000013')) {
     $good = $false
 }
