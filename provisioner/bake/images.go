@@ -378,7 +378,8 @@ func linuxImages(p LinuxPlan) []byte {
 		// platforms need not be in the archive.
 		s.line("  ctr -n %s images import %s", containerdK8sNS, q(path.Join(p.Staging, a.FileName)))
 		for _, r := range a.Refs {
-			s.line("  ctr -n %s images label %s %s %s >/dev/null", containerdK8sNS, q(r), q(label), q(pinnedLabel))
+			s.line("  ctr -n %s images label %s %s %s >/dev/null || { echo %s >&2; exit 1; }", containerdK8sNS, q(r), q(label), q(pinnedLabel),
+				q("image "+r+" is not in containerd's "+containerdK8sNS+" namespace after importing "+a.FileName+": the archive does not hold the image it names"))
 		}
 		s.line("  echo %s", q("changed: "+a.FileName+" imported ("+strings.Join(a.Refs, ", ")+")"))
 		s.line("fi")

@@ -23,7 +23,7 @@ const (
 	windowsContainerdConfD = windowsContainerdDir + `\conf.d`
 	// hostsHeader starts every hosts.toml the bake writes: a later bake
 	// removes the ones it wrote that are no longer configured.
-	hostsHeader = "# Written by kubenode-bake."
+	hostsHeader = "# Written by kubenode-bake:"
 	caFileName  = "ca.crt"
 )
 
@@ -167,7 +167,7 @@ func upstream(registry string) string {
 // none), skip_verify and override_path.
 func HostsTOML(m RegistryMirror, caPathInGuest string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s registry host configuration of %s, read by containerd from its config_path.\n", hostsHeader, m.Registry)
+	fmt.Fprintf(&b, "%s the registry host configuration of %s, which containerd reads from its config_path.\n", hostsHeader, m.Registry)
 	if s := upstream(m.Registry); s != "" {
 		fmt.Fprintf(&b, "server = %s\n", tomlBasic(s))
 	}

@@ -132,7 +132,7 @@ foreach ($file in @(Get-ChildItem -LiteralPath 'C:\Program Files\containerd\cert
     if ($keep -contains $file.FullName) {
         continue
     }
-    if ((Get-Content -LiteralPath $file.FullName -TotalCount 1) -notlike '# Written by kubenode-bake.*') {
+    if ((Get-Content -LiteralPath $file.FullName -TotalCount 1) -notlike '# Written by kubenode-bake:*') {
         continue
     }
     Remove-Item -LiteralPath $file.FullName -Force
