@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -418,4 +421,43 @@ func TestLinuxImagesScriptParses(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, renderedImages(t)["images/linux-images.sh"], 0o644))
 	out, err := exec.Command("sh", "-n", file).CombinedOutput()
 	assert.NoError(t, err, string(out))
+}
+
+// The blocks decode from HCL as users write them (the generated spec),
+// through Prepare.
+func TestImagesAndMirrorsFromHCL(t *testing.T) {
+	dir := t.TempDir()
+	a := dockerArchive(t, dir, "registry.k8s.io/pause:3.10")
+	src := fmt.Sprintf(`
+download_cache_dir = %q
+images {
+  path   = %q
+  sha256 = %q
+}
+pull_images         = ["registry.k8s.io/coredns/coredns:v1.12.0"]
+pull_kubeadm_images = true
+registry_mirrors {
+  registry    = "docker.io"
+  endpoints   = ["https://mirror.example.com"]
+  skip_verify = true
+}
+registry_mirrors {
+  registry  = "_default"
+  endpoints = ["http://10.0.2.2:5000"]
+}
+`, t.TempDir(), a, fileSHA(t, a))
+	f, diags := hclparse.NewParser().ParseHCL([]byte(src), "bake.pkr.hcl")
+	require.False(t, diags.HasErrors(), diags.Error())
+	var p Provisioner
+	v, diags := hcldec.Decode(f.Body, p.ConfigSpec(), nil)
+	require.False(t, diags.HasErrors(), diags.Error())
+	require.NoError(t, p.Prepare(v))
+	c := p.config
+	assert.Equal(t, []ImageArchive{{Path: a, SHA256: fileSHA(t, a)}}, c.Images)
+	assert.Equal(t, []string{"registry.k8s.io/coredns/coredns:v1.12.0"}, c.PullImages)
+	assert.True(t, c.PullKubeadmImages)
+	assert.Equal(t, []RegistryMirror{
+		{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}, SkipVerify: true},
+		{Registry: "_default", Endpoints: []string{"http://10.0.2.2:5000"}},
+	}, c.RegistryMirrors)
 }
