@@ -22,6 +22,20 @@ type Facts struct {
 	Joiner     string `json:"joiner"`
 	// Checksums are the sha256 of each artifact uploaded, by name.
 	Checksums map[string]string `json:"checksums"`
+	// Images are the images the bake preloaded into containerd's k8s.io
+	// namespace (archives imported, images pulled), as containerd listed
+	// them afterwards.
+	Images []Image `json:"images"`
+}
+
+// Image is a container image in containerd's store.
+type Image struct {
+	// Name is its reference as containerd stores it
+	// (registry.k8s.io/pause:3.10, docker.io/library/busybox:1.36).
+	Name string `json:"name"`
+	// Digest is the digest of its manifest or index (`ctr images ls`'
+	// DIGEST column, the repo digest the CRI reports): sha256:<hex>.
+	Digest string `json:"digest"`
 }
 
 // GuestOS is what the guest says it runs: the manifest's `os` fields that

@@ -3,6 +3,7 @@ package bake
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
@@ -79,7 +80,7 @@ func (p LinuxPlan) selfCheck() SelfCheck {
 		CrictlVersion:     p.CrictlVersion,
 		Joiner:            len(p.JoinerConfig) > 0,
 		BridgeCNI:         p.CNI == "bridge",
-		Images:            p.CheckImages,
+		Images:            append(slices.Clone(p.CheckImages), p.Images.refs()...),
 	}
 }
 
@@ -245,7 +246,7 @@ func (p WindowsPlan) selfCheck() SelfCheck {
 		KubernetesVersion: p.Kubernetes.Version,
 		ContainerdVersion: p.Containerd.Version,
 		Joiner:            p.InstallJoiner,
-		Images:            p.CheckImages,
+		Images:            append(slices.Clone(p.CheckImages), p.Images.refs()...),
 	}
 	if p.InstallCrictl {
 		c.CrictlVersion = p.Crictl.Version

@@ -1,4 +1,4 @@
-//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config,ImageArchive,RegistryMirror
 //go:generate bash ../../scripts/struct-markdown.sh
 
 // Package bake is the kubenode-bake provisioner: it installs containerd,
@@ -64,6 +64,27 @@ type Config struct {
 	// release or `artifacts`/`artifacts_dir` like the other artifacts.
 	// Default true. With false, the self-check asks containerd with `ctr`.
 	InstallCrictl *bool `mapstructure:"install_crictl"`
+
+	// Image archives imported into containerd's `k8s.io` namespace at bake
+	// time, for nodes that reach no registry (repeatable `images { path =
+	// "...", sha256 = "..." }` blocks). Each image is labelled pinned, so
+	// the kubelet's image garbage collection keeps it (containerd 1.7.3 and
+	// later honour the label).
+	Images []ImageArchive `mapstructure:"images"`
+	// Image references pulled in the guest at bake time (through
+	// `registry_mirrors`), pinned like `images`; the guest must reach the
+	// registry or a mirror.
+	PullImages []string `mapstructure:"pull_images"`
+	// Pull kubeadm's images for `kubernetes_version` in the guest
+	// (`kubeadm config images pull`): the control plane's, CoreDNS and the
+	// pause image. Linux only. Default false.
+	PullKubeadmImages bool `mapstructure:"pull_kubeadm_images"`
+	// containerd registry host configuration: repeatable
+	// `registry_mirrors { registry = "docker.io", endpoints = [...] }`
+	// blocks, one per registry, each written as the registry's hosts.toml
+	// under containerd's `config_path` (`/etc/containerd/certs.d`, Windows
+	// `C:\Program Files\containerd\certs.d`), which the bake always sets.
+	RegistryMirrors []RegistryMirror `mapstructure:"registry_mirrors"`
 
 	// A local directory holding the artifacts to upload instead of
 	// downloading them (air-gapped builds): `kubelet`, `kubeadm`, `kubectl`
@@ -276,7 +297,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.
-	for _, err := range append(append(c.validateVersions(), c.validateNode()...), c.prepareBasics()...) {
+	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.DownloadCacheDir == "" {

@@ -10,42 +10,46 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName      *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType    *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion    *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug          *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce          *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError        *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars       map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars  []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	GuestOS              *string           `mapstructure:"guest_os_type" cty:"guest_os_type" hcl:"guest_os_type"`
-	KubernetesVersion    *string           `mapstructure:"kubernetes_version" cty:"kubernetes_version" hcl:"kubernetes_version"`
-	ContainerdVersion    *string           `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
-	ContainerdSource     *string           `mapstructure:"containerd_source" cty:"containerd_source" hcl:"containerd_source"`
-	CNIPluginsVersion    *string           `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
-	PauseImage           *string           `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
-	CrictlVersion        *string           `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
-	InstallCrictl        *bool             `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
-	ArtifactsDir         *string           `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
-	Artifacts            map[string]string `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
-	ArtifactChecksums    map[string]string `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
-	DownloadCacheDir     *string           `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
-	HTTPProxy            *string           `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
-	HTTPSProxy           *string           `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
-	NoProxy              *string           `mapstructure:"no_proxy" cty:"no_proxy" hcl:"no_proxy"`
-	CNI                  *string           `mapstructure:"cni" cty:"cni" hcl:"cni"`
-	BridgeSubnet         *string           `mapstructure:"bridge_subnet" cty:"bridge_subnet" hcl:"bridge_subnet"`
-	DefenderExclusions   *bool             `mapstructure:"defender_exclusions" cty:"defender_exclusions" hcl:"defender_exclusions"`
-	HyperV               *string           `mapstructure:"hyperv" cty:"hyperv" hcl:"hyperv"`
-	RestartTimeout       *string           `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
-	WindowsUpdate        *bool             `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
-	WindowsUpdateTimeout *string           `mapstructure:"windows_update_timeout" cty:"windows_update_timeout" hcl:"windows_update_timeout"`
-	InstallJoiner        *bool             `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
-	NodeLabels           map[string]string `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
-	KubeletExtraArgs     map[string]string `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
-	Generalize           *bool             `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
-	KeepBuildAccount     *bool             `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
-	CloneAdminPassword   *string           `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
+	PackerBuildName      *string              `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType    *string              `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion    *string              `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug          *bool                `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce          *bool                `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError        *string              `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars       map[string]string    `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars  []string             `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	GuestOS              *string              `mapstructure:"guest_os_type" cty:"guest_os_type" hcl:"guest_os_type"`
+	KubernetesVersion    *string              `mapstructure:"kubernetes_version" cty:"kubernetes_version" hcl:"kubernetes_version"`
+	ContainerdVersion    *string              `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
+	ContainerdSource     *string              `mapstructure:"containerd_source" cty:"containerd_source" hcl:"containerd_source"`
+	CNIPluginsVersion    *string              `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
+	PauseImage           *string              `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
+	CrictlVersion        *string              `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
+	InstallCrictl        *bool                `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
+	Images               []FlatImageArchive   `mapstructure:"images" cty:"images" hcl:"images"`
+	PullImages           []string             `mapstructure:"pull_images" cty:"pull_images" hcl:"pull_images"`
+	PullKubeadmImages    *bool                `mapstructure:"pull_kubeadm_images" cty:"pull_kubeadm_images" hcl:"pull_kubeadm_images"`
+	RegistryMirrors      []FlatRegistryMirror `mapstructure:"registry_mirrors" cty:"registry_mirrors" hcl:"registry_mirrors"`
+	ArtifactsDir         *string              `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
+	Artifacts            map[string]string    `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
+	ArtifactChecksums    map[string]string    `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
+	DownloadCacheDir     *string              `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
+	HTTPProxy            *string              `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
+	HTTPSProxy           *string              `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
+	NoProxy              *string              `mapstructure:"no_proxy" cty:"no_proxy" hcl:"no_proxy"`
+	CNI                  *string              `mapstructure:"cni" cty:"cni" hcl:"cni"`
+	BridgeSubnet         *string              `mapstructure:"bridge_subnet" cty:"bridge_subnet" hcl:"bridge_subnet"`
+	DefenderExclusions   *bool                `mapstructure:"defender_exclusions" cty:"defender_exclusions" hcl:"defender_exclusions"`
+	HyperV               *string              `mapstructure:"hyperv" cty:"hyperv" hcl:"hyperv"`
+	RestartTimeout       *string              `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
+	WindowsUpdate        *bool                `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
+	WindowsUpdateTimeout *string              `mapstructure:"windows_update_timeout" cty:"windows_update_timeout" hcl:"windows_update_timeout"`
+	InstallJoiner        *bool                `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
+	NodeLabels           map[string]string    `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
+	KubeletExtraArgs     map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
+	Generalize           *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
+	KeepBuildAccount     *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
+	CloneAdminPassword   *string              `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -76,6 +80,10 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"pause_image":                &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
 		"crictl_version":             &hcldec.AttrSpec{Name: "crictl_version", Type: cty.String, Required: false},
 		"install_crictl":             &hcldec.AttrSpec{Name: "install_crictl", Type: cty.Bool, Required: false},
+		"images":                     &hcldec.BlockListSpec{TypeName: "images", Nested: hcldec.ObjectSpec((*FlatImageArchive)(nil).HCL2Spec())},
+		"pull_images":                &hcldec.AttrSpec{Name: "pull_images", Type: cty.List(cty.String), Required: false},
+		"pull_kubeadm_images":        &hcldec.AttrSpec{Name: "pull_kubeadm_images", Type: cty.Bool, Required: false},
+		"registry_mirrors":           &hcldec.BlockListSpec{TypeName: "registry_mirrors", Nested: hcldec.ObjectSpec((*FlatRegistryMirror)(nil).HCL2Spec())},
 		"artifacts_dir":              &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
 		"artifacts":                  &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},
 		"artifact_checksums":         &hcldec.AttrSpec{Name: "artifact_checksums", Type: cty.Map(cty.String), Required: false},
@@ -96,6 +104,62 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"generalize":                 &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
 		"keep_build_account":         &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
 		"clone_admin_password":       &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatImageArchive is an auto-generated flat version of ImageArchive.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatImageArchive struct {
+	Path   *string `mapstructure:"path" required:"true" cty:"path" hcl:"path"`
+	SHA256 *string `mapstructure:"sha256" required:"true" cty:"sha256" hcl:"sha256"`
+}
+
+// FlatMapstructure returns a new FlatImageArchive.
+// FlatImageArchive is an auto-generated flat version of ImageArchive.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*ImageArchive) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatImageArchive)
+}
+
+// HCL2Spec returns the hcl spec of a ImageArchive.
+// This spec is used by HCL to read the fields of ImageArchive.
+// The decoded values from this spec will then be applied to a FlatImageArchive.
+func (*FlatImageArchive) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"path":   &hcldec.AttrSpec{Name: "path", Type: cty.String, Required: false},
+		"sha256": &hcldec.AttrSpec{Name: "sha256", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatRegistryMirror is an auto-generated flat version of RegistryMirror.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatRegistryMirror struct {
+	Registry     *string  `mapstructure:"registry" required:"true" cty:"registry" hcl:"registry"`
+	Endpoints    []string `mapstructure:"endpoints" required:"true" cty:"endpoints" hcl:"endpoints"`
+	CAFile       *string  `mapstructure:"ca_file" cty:"ca_file" hcl:"ca_file"`
+	SkipVerify   *bool    `mapstructure:"skip_verify" cty:"skip_verify" hcl:"skip_verify"`
+	OverridePath *bool    `mapstructure:"override_path" cty:"override_path" hcl:"override_path"`
+}
+
+// FlatMapstructure returns a new FlatRegistryMirror.
+// FlatRegistryMirror is an auto-generated flat version of RegistryMirror.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*RegistryMirror) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatRegistryMirror)
+}
+
+// HCL2Spec returns the hcl spec of a RegistryMirror.
+// This spec is used by HCL to read the fields of RegistryMirror.
+// The decoded values from this spec will then be applied to a FlatRegistryMirror.
+func (*FlatRegistryMirror) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"registry":      &hcldec.AttrSpec{Name: "registry", Type: cty.String, Required: false},
+		"endpoints":     &hcldec.AttrSpec{Name: "endpoints", Type: cty.List(cty.String), Required: false},
+		"ca_file":       &hcldec.AttrSpec{Name: "ca_file", Type: cty.String, Required: false},
+		"skip_verify":   &hcldec.AttrSpec{Name: "skip_verify", Type: cty.Bool, Required: false},
+		"override_path": &hcldec.AttrSpec{Name: "override_path", Type: cty.Bool, Required: false},
 	}
 	return s
 }

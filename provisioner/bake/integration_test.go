@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +41,16 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the joiner: %s", out)
 
+	// Image archives preloaded by the bake, with the digests containerd
+	// must list for them; none yet.
+	var images []preloaded
+
 	began := time.Now()
 	cmd := exec.Command(harness.Packer(t), "build", "-color=false",
 		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
 		"-var", "output_directory="+filepath.Join(work, "output"),
 		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
+		"-var", "images="+imagesVar(images),
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
@@ -59,7 +65,11 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.NotEqual(t, "0", done[0][1], "the first bake installs")
 	assert.Equal(t, "0", done[1][1], "the second bake changes nothing:\n%s", log)
 	assert.Equal(t, 2, strings.Count(log, "ok: self-check passed"), "each bake ends with a passing self-check:\n%s", log)
-	for _, step := range []string{"prerequisites", "kernel", "containerd", "cni", "kubernetes", "joiner", "generalize", "cleanup"} {
+	steps := []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "joiner", "self-check", "generalize", "cleanup"}
+	if len(images) > 0 {
+		steps = append(steps, "images")
+	}
+	for _, step := range steps {
 		assert.Contains(t, log, "kubenode-bake ["+step+"]")
 	}
 	// Every in-guest check ran and passed.
@@ -98,6 +108,32 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	for name, path := range map[string]string{"kubelet": filepath.Join(k8s, "kubelet"), "kubeadm": filepath.Join(k8s, "kubeadm"), "kubectl": filepath.Join(k8s, "kubectl"), "joiner": joiner} {
 		assert.Equal(t, fileSum(t, path), m.Baked.Checksums[name], name)
 	}
+	assertPreloaded(t, images, m.Baked.Images)
+}
+
+// preloaded is an image archive the bake imports: the reference it holds,
+// the archive and its sha256, and the digest containerd lists for it.
+type preloaded struct{ Ref, Archive, SHA256, Digest string }
+
+// imagesVar renders the template's images variable (HCL).
+func imagesVar(images []preloaded) string {
+	var entries []string
+	for _, im := range images {
+		entries = append(entries, fmt.Sprintf("{ path = %q, sha256 = %q }", im.Archive, im.SHA256))
+	}
+	return "[" + strings.Join(entries, ", ") + "]"
+}
+
+// assertPreloaded checks the manifest's baked.images: each archive's image
+// listed by containerd with the digest expected of it, nothing else.
+func assertPreloaded(t *testing.T, images []preloaded, got []baked.Image) {
+	t.Helper()
+	require.NotNil(t, got, "baked.images is a list, empty when nothing was preloaded")
+	want := []baked.Image{}
+	for _, im := range images {
+		want = append(want, baked.Image{Name: im.Ref, Digest: im.Digest})
+	}
+	assert.ElementsMatch(t, want, got)
 }
 
 func fileSum(t *testing.T, path string) string {

@@ -43,6 +43,10 @@ type LinuxPlan struct {
 	// CheckImages are image references the self-check expects in
 	// containerd's k8s.io namespace (the images preloaded into the image).
 	CheckImages []string
+	// Images are preloaded into containerd; RegistryHosts written to its
+	// hosts directory.
+	Images        Images
+	RegistryHosts []RegistryHost
 }
 
 // Proxy settings for downloads and containerd.
@@ -85,6 +89,9 @@ func LinuxSteps(p LinuxPlan) []Step {
 	}
 	if p.CrictlTarball != "" {
 		steps = append(steps, Step{stepCrictl, linuxCrictl(p)})
+	}
+	if step, ok := linuxImagesStep(p); ok {
+		steps = append(steps, step)
 	}
 	if len(p.JoinerConfig) > 0 {
 		steps = append(steps, Step{"joiner", linuxJoiner(p)})
@@ -195,18 +202,21 @@ func linuxKernel() []byte {
 func ContainerdConfig(version int, pause, cgroupDriver, cniBin string) string {
 	systemd := cgroupDriver == "systemd"
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by kubenode-bake.\nversion = %d\n\n", version)
+	fmt.Fprintf(&b, "# Written by kubenode-bake.\nversion = %d\n", version)
+	fmt.Fprintf(&b, "%s\n", containerdImports(fmt.Sprintf("%q", linuxContainerdConfD+"/*.toml")))
 	switch version {
 	case 3:
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %q\n\n", pause)
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n")
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n  SystemdCgroup = %t\n\n", systemd)
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%q]\n  conf_dir = %q\n", cniBin, linuxCNIConfDir)
+		b.WriteString(criRegistryConfig(3, fmt.Sprintf("%q", linuxCertsDir)))
 	default:
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = %q\n\n", pause)
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n")
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = %t\n\n", systemd)
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = %q\n  conf_dir = %q\n", cniBin, linuxCNIConfDir)
+		b.WriteString(criRegistryConfig(2, fmt.Sprintf("%q", linuxCertsDir)))
 	}
 	return b.String()
 }
@@ -249,6 +259,7 @@ func linuxContainerd(p LinuxPlan) []byte {
 	s.line("else")
 	s.file("/etc/containerd/config.toml", "0644", ContainerdConfig(2, p.PauseImage, p.CgroupDriver, cniBin), "restart=1")
 	s.line("fi")
+	linuxRegistryHosts(s, p.RegistryHosts)
 	if dropIn := ProxyDropIn(p.Proxy); dropIn != "" {
 		// A proxy URL may hold a password: root only.
 		s.file("/etc/systemd/system/containerd.service.d/http-proxy.conf", "0600", dropIn, "systemctl daemon-reload; restart=1")

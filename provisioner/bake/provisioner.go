@@ -33,6 +33,9 @@ const linuxStaging = "/var/tmp/kubenode-bake"
 // Provision bakes the guest.
 func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
 	c := &p.config
+	if err := c.checkImageArchives(); err != nil {
+		return err
+	}
 	guest := c.GuestOS
 	r := &remote{comm: comm, ui: ui}
 	if guest == "" {
@@ -69,6 +72,9 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	ui.Say(crictlSummary(plan.CrictlVersion))
 	arts, err = c.resolve(ctx, ui, arts)
 	if err != nil {
+		return err
+	}
+	if arts, err = c.linuxImages(ui, &plan, arts); err != nil {
 		return err
 	}
 
@@ -115,6 +121,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	}
 
 	changed := 0
+	images := []baked.Image{}
 	for i, s := range LinuxSteps(plan) {
 		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
 		script := path.Join(linuxStaging, fmt.Sprintf("%02d-%s.sh", i+1, s.Name))
@@ -125,12 +132,16 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 		if err != nil {
 			return selfCheckFailure(s.Name, out, err)
 		}
+		if s.Name == stepImages {
+			images = parseImageListing(out)
+		}
 		changed += strings.Count(out, "changed: ")
 	}
 	facts, err := p.linuxFacts(ctx, r, plan, arts)
 	if err != nil {
 		return err
 	}
+	facts.Images = images
 	guest, err := linuxGuestOS(ctx, r)
 	if err != nil {
 		return err

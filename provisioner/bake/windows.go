@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
@@ -64,6 +65,12 @@ type WindowsPlan struct {
 	InstallCrictl bool
 	Crictl        CrictlRelease
 	CheckImages   []string
+	// Images are preloaded into containerd (Kubeadm is Linux-only);
+	// RegistryHosts written to its hosts directory. ImagesListed, when
+	// set, receives the images the images step listed.
+	Images        Images
+	RegistryHosts []RegistryHost
+	ImagesListed  func([]baked.Image)
 }
 
 // WindowsFiles are file names in the staging directory.
@@ -306,6 +313,7 @@ func WindowsContainerdConfig(ctr ContainerdRelease, pause string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by kubenode-bake for containerd %s on Windows.\n", ctr.Version)
 	fmt.Fprintf(&b, "version = %d\n", ctr.ConfigVersion)
+	b.WriteString(containerdImports(tomlLiteral(windowsContainerdConfD + `\*.toml`)))
 	fmt.Fprintf(&b, "root = %s\n", tomlLiteral(windowsContainerdData+`\root`))
 	fmt.Fprintf(&b, "state = %s\n\n", tomlLiteral(windowsContainerdData+`\state`))
 	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", tomlLiteral(`\\.\pipe\containerd-containerd`))
@@ -319,9 +327,11 @@ func WindowsContainerdConfig(ctr ContainerdRelease, pause string) string {
 	case 3:
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %s\n\n", tomlBasic(pause))
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  %s\n  conf_dir = %s\n", binDir, cniConf)
+		b.WriteString(criRegistryConfig(3, tomlLiteral(windowsCertsDir)))
 	default:
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = %s\n\n", tomlBasic(pause))
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  %s\n  conf_dir = %s\n", binDir, cniConf)
+		b.WriteString(criRegistryConfig(2, tomlLiteral(windowsCertsDir)))
 	}
 	return b.String()
 }

@@ -135,6 +135,9 @@ func RunWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicato
 		if err != nil {
 			return selfCheckFailure(s.Name, out, err)
 		}
+		if s.Name == stepImages && plan.ImagesListed != nil {
+			plan.ImagesListed(parseImageListing(out))
+		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
 			if err := r.restart(ctx, plan.RestartTimeout, restartForContainers); err != nil {
@@ -362,6 +365,9 @@ func (c *Config) windowsPlan(win WindowsRelease) (WindowsPlan, []Artifact, error
 			return WindowsPlan{}, nil, err
 		}
 	}
+	if err := c.windowsImages(&plan); err != nil {
+		return WindowsPlan{}, nil, err
+	}
 	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
 	if plan.InstallJoiner {
 		arts = append(arts, Artifact{Name: ArtifactJoiner, FileName: windowsJoinerFileName})
@@ -407,9 +413,15 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 	if arts, err = c.resolve(ctx, ui, arts); err != nil {
 		return err
 	}
+	imageArts, err := c.windowsImageUploads(ui, &plan)
+	if err != nil {
+		return err
+	}
+	arts = append(arts, imageArts...)
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
-		PauseImage: plan.PauseImage, Checksums: map[string]string{}}
+		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
+	plan.ImagesListed = func(images []baked.Image) { facts.Images = images }
 	for i, a := range arts {
 		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
 		facts.Checksums[a.Name] = a.SHA256

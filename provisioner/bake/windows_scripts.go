@@ -61,6 +61,9 @@ func WindowsSteps(p WindowsPlan) ([]Step, error) {
 	if p.InstallCrictl {
 		steps = append(steps, Step{stepCrictl, windowsCrictl(p)})
 	}
+	if step, ok := windowsImagesStep(p); ok {
+		steps = append(steps, step)
+	}
 	if p.DefenderExclusions {
 		steps = append(steps, Step{stepDefender, windowsDefender()})
 	}
@@ -413,6 +416,7 @@ func windowsContainerd(p WindowsPlan) []byte {
 	s.Line("if (Set-KubenodeFile -Path (Join-Path $dir 'config.toml') -Content $config) {")
 	s.Line("    $restart = $true")
 	s.Line("}")
+	windowsRegistryHosts(s, p.RegistryHosts)
 	s.Line("Add-KubenodeMachinePath -Dir $dir")
 	s.Blank()
 	s.Line("if (-not $service) {")

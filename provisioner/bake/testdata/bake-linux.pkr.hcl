@@ -22,6 +22,13 @@ variable "install_crictl" {
   default = false
 }
 
+# Image archives the bake preloads (the integration test passes them with
+# -var images=[...]); none by default.
+variable "images" {
+  type    = list(object({ path = string, sha256 = string }))
+  default = []
+}
+
 source "kubenode-libvirt" "bake" {
   disk_image       = var.base_disk
   disk_size        = "6G"
@@ -50,6 +57,19 @@ build {
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
     install_crictl     = var.install_crictl
+    # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
+    # pull goes through it.
+    registry_mirrors {
+      registry  = "registry.k8s.io"
+      endpoints = ["http://10.0.2.2:5000"]
+    }
+    dynamic "images" {
+      for_each = var.images
+      content {
+        path   = images.value.path
+        sha256 = images.value.sha256
+      }
+    }
     # The checks after the reboot log in as the build account.
     keep_build_account = true
   }
@@ -64,6 +84,19 @@ build {
     node_labels        = { "example.com/pool" = "lab" }
     kubelet_extra_args = { "v" = "2" }
     install_crictl     = var.install_crictl
+    # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
+    # pull goes through it.
+    registry_mirrors {
+      registry  = "registry.k8s.io"
+      endpoints = ["http://10.0.2.2:5000"]
+    }
+    dynamic "images" {
+      for_each = var.images
+      content {
+        path   = images.value.path
+        sha256 = images.value.sha256
+      }
+    }
     # The checks after the reboot log in as the build account.
     keep_build_account = true
   }

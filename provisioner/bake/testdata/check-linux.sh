@@ -19,7 +19,12 @@ check "bridge-nf-call-iptables = 1" equals "$(sysctl -n net.bridge.bridge-nf-cal
 check "ip_forward = 1" equals "$(sysctl -n net.ipv4.ip_forward)" 1
 check "swap off" equals "$(wc -l < /proc/swaps)" 1
 dump=$(mktemp)
+check "containerd config dump succeeds" containerd config dump
 containerd config dump > "$dump" 2>/dev/null
+check "containerd: registry config_path" grep -q 'config_path = "/etc/containerd/certs.d"' "$dump"
+check "containerd: imports conf.d" test -d /etc/containerd/conf.d
+check "hosts.toml: registry.k8s.io upstream" grep -qF 'server = "https://registry.k8s.io"' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
+check "hosts.toml: the mirror" grep -qF '[host."http://10.0.2.2:5000"]' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
 check "containerd: SystemdCgroup = true" grep -q 'SystemdCgroup = true' "$dump"
 check "containerd: pause image" grep -q 'sandbox_image = "registry.k8s.io/pause:3.10"' "$dump"
 check "containerd: CNI bin dir" grep -q 'bin_dir = "/opt/cni/bin"' "$dump"

@@ -105,6 +105,7 @@ Write-Host ('ok: ' + $version)
 
 $config = '# Written by kubenode-bake for containerd 1.7.0 on Windows.
 version = 2
+imports = [''C:\Program Files\containerd\conf.d\*.toml'']
 root = ''C:\ProgramData\containerd\root''
 state = ''C:\ProgramData\containerd\state''
 
@@ -117,8 +118,29 @@ state = ''C:\ProgramData\containerd\state''
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = ''c:/opt/cni/bin''
   conf_dir = ''c:/etc/cni/net.d''
+
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = ''C:\Program Files\containerd\certs.d''
 '
 if (Set-KubenodeFile -Path (Join-Path $dir 'config.toml') -Content $config) {
+    $restart = $true
+}
+New-KubenodeDirectory -Path 'C:\Program Files\containerd\certs.d'
+New-KubenodeDirectory -Path 'C:\Program Files\containerd\conf.d'
+$keep = @()
+foreach ($file in @(Get-ChildItem -LiteralPath 'C:\Program Files\containerd\certs.d' -Filter 'hosts.toml' -File -Recurse -Depth 1 -ErrorAction SilentlyContinue)) {
+    if ($keep -contains $file.FullName) {
+        continue
+    }
+    if ((Get-Content -LiteralPath $file.FullName -TotalCount 1) -notlike '# Written by kubenode-bake:*') {
+        continue
+    }
+    Remove-Item -LiteralPath $file.FullName -Force
+    Remove-Item -LiteralPath (Join-Path $file.DirectoryName 'ca.crt') -Force -ErrorAction SilentlyContinue
+    if (-not (Get-ChildItem -LiteralPath $file.DirectoryName -Force)) {
+        Remove-Item -LiteralPath $file.DirectoryName -Force
+    }
+    Write-Host "changed: $($file.FullName) removed (no longer in registry_mirrors)"
     $restart = $true
 }
 Add-KubenodeMachinePath -Dir $dir
