@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/distribution/reference"
 	"io"
 	"os"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -81,20 +81,19 @@ func NormalizeRef(ref string) (string, error) {
 	if ref == "" || strings.TrimSpace(ref) != ref || oneLine(ref) != "" {
 		return "", fmt.Errorf("%q is not an image reference", ref)
 	}
-	parsed, err := name.ParseReference(ref)
+	// containerd's own normalization (github.com/distribution/reference):
+	// "localhost" and names with a "." or ":" are registries.
+	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
 		return "", fmt.Errorf("%q is not an image reference: %w", ref, err)
 	}
-	repo := parsed.Context()
-	registry := repo.RegistryStr()
-	if registry == name.DefaultRegistry {
-		registry = "docker.io"
+	// With a digest the tag goes, as containerd's ParseDockerRef drops it.
+	if c, ok := named.(reference.Canonical); ok {
+		if named, err = reference.WithDigest(reference.TrimNamed(named), c.Digest()); err != nil {
+			return "", fmt.Errorf("%q is not an image reference: %w", ref, err)
+		}
 	}
-	sep := ":"
-	if _, ok := parsed.(name.Digest); ok {
-		sep = "@"
-	}
-	return registry + "/" + repo.RepositoryStr() + sep + parsed.Identifier(), nil
+	return reference.TagNameOnly(named).String(), nil
 }
 
 // ArchiveRefs reads the image references an archive holds, as containerd's

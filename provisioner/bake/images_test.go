@@ -91,6 +91,7 @@ func TestNormalizeRef(t *testing.T) {
 		"example/app:v1":                     "docker.io/example/app:v1",
 		"registry.k8s.io/pause:3.10":         "registry.k8s.io/pause:3.10",
 		"localhost:5000/pause":               "localhost:5000/pause:latest",
+		"localhost/kubenode-lab/busybox:1":   "localhost/kubenode-lab/busybox:1",
 		"registry.k8s.io/coredns/coredns:v1": "registry.k8s.io/coredns/coredns:v1",
 		"registry.k8s.io/pause@sha256:" + strings.Repeat("ab", 32):      "registry.k8s.io/pause@sha256:" + strings.Repeat("ab", 32),
 		"registry.k8s.io/pause:3.10@sha256:" + strings.Repeat("ab", 32): "registry.k8s.io/pause@sha256:" + strings.Repeat("ab", 32),

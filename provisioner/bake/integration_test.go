@@ -3,6 +3,7 @@
 package bake_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 )
 
 // TestLinuxBakeInATCGGuest bakes a Debian guest (the harness's base disk,
@@ -41,16 +43,25 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the joiner: %s", out)
 
-	// Image archives preloaded by the bake, with the digests containerd
-	// must list for them; none yet.
+	// Image archives preloaded by the bake (the lab's pause and busybox
+	// images, built here), with the digests containerd must list for them.
+	src, err := labimages.KubernetesSourceDir(context.Background(), "v1.33.13")
+	require.NoError(t, err)
+	built, err := labimages.Build(context.Background(), labimages.Options{PauseRef: "registry.k8s.io/pause:3.10", KubernetesSourceDir: src})
+	require.NoError(t, err)
 	var images []preloaded
+	var refs []string
+	for _, im := range built {
+		images = append(images, preloaded{Ref: im.Ref, Archive: im.Archive, SHA256: im.SHA256, Digest: im.Digest})
+		refs = append(refs, fmt.Sprintf("%q", im.Ref))
+	}
 
 	began := time.Now()
 	cmd := exec.Command(harness.Packer(t), "build", "-color=false",
 		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
 		"-var", "output_directory="+filepath.Join(work, "output"),
 		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
-		"-var", "images="+imagesVar(images),
+		"-var", "images="+imagesVar(images), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
@@ -75,8 +86,11 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	// Every in-guest check ran and passed.
 	script, err := os.ReadFile(filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "check-linux.sh"))
 	require.NoError(t, err)
-	want := strings.Count(string(script), "\ncheck \"") + 3 // plus the loop checking three units
+	want := strings.Count(string(script), "\ncheck \"") + 3 + len(images) // plus the loops over three units and the images
 	assert.Equal(t, want, strings.Count(log, "CHECK ok: "), log)
+	for _, im := range images {
+		assert.Contains(t, log, "CHECK ok: image "+im.Ref+" in containerd's k8s.io namespace after the reboot")
+	}
 	assert.NotContains(t, log, "CHECK FAILED")
 
 	// kubenode-export's manifest says what was baked.

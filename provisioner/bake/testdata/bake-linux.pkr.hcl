@@ -29,6 +29,12 @@ variable "images" {
   default = []
 }
 
+# The references check-linux.sh expects containerd to list after the reboot.
+variable "expect_images" {
+  type    = list(string)
+  default = []
+}
+
 source "kubenode-libvirt" "bake" {
   disk_image       = var.base_disk
   disk_size        = "6G"
@@ -108,8 +114,9 @@ build {
 
   provisioner "shell" {
     pause_before    = "20s"
-    script          = "${path.root}/check-linux.sh"
-    execute_command = "sudo sh '{{ .Path }}'"
+    script           = "${path.root}/check-linux.sh"
+    environment_vars = ["EXPECT_IMAGES=${join(" ", var.expect_images)}"]
+    execute_command  = "sudo env {{ .Vars }} sh '{{ .Path }}'"
   }
 
   # The manifest's `baked` comes from kubenode-bake.

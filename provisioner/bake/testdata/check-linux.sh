@@ -25,6 +25,9 @@ check "containerd: registry config_path" grep -q 'config_path = "/etc/containerd
 check "containerd: imports conf.d" test -d /etc/containerd/conf.d
 check "hosts.toml: registry.k8s.io upstream" grep -qF 'server = "https://registry.k8s.io"' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
 check "hosts.toml: the mirror" grep -qF '[host."http://10.0.2.2:5000"]' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
+for ref in ${EXPECT_IMAGES:-}; do
+  check "image $ref in containerd's k8s.io namespace after the reboot" sh -c "ctr -n k8s.io images ls -q | grep -qxF '$ref'"
+done
 check "containerd: SystemdCgroup = true" grep -q 'SystemdCgroup = true' "$dump"
 check "containerd: pause image" grep -q 'sandbox_image = "registry.k8s.io/pause:3.10"' "$dump"
 check "containerd: CNI bin dir" grep -q 'bin_dir = "/opt/cni/bin"' "$dump"
