@@ -43,6 +43,12 @@ variable "install_crictl" {
   default     = true
 }
 
+variable "images" {
+  type        = list(object({ path = string, sha256 = string }))
+  description = "image archives (docker or OCI tar) preloaded into containerd, each with its sha256; the lab passes the pause and busybox images it builds"
+  default     = []
+}
+
 variable "kubernetes_version" {
   type    = string
   default = "v1.33.13"
@@ -97,6 +103,13 @@ build {
     artifacts         = { joiner = var.joiner }
     node_labels       = { "kubenode.io/image" = "debian-12-node" }
     install_crictl    = var.install_crictl
+    dynamic "images" {
+      for_each = var.images
+      content {
+        path   = images.value.path
+        sha256 = images.value.sha256
+      }
+    }
     # The lab and `make e2e` log in to the booted node as the build
     # account; other images let generalize lock it (docs/security.md).
     keep_build_account = true

@@ -1,10 +1,11 @@
 // Command lab is `make lab`: it builds the Debian node image with packer
 // (examples/debian-12-node.pkr.hcl), starts a control plane on 127.0.0.1
-// (or uses the cluster of $KUBECONFIG), makes a join seed with `joiner
-// token`, boots the image with it under libvirt, waits for the Node to be
-// Ready and prints the node table. Then it tears everything down, unless
-// -keep is given: then it waits for Ctrl-C. Ctrl-C at any point tears down
-// what was started.
+// (or uses the cluster of $KUBECONFIG), makes a join seed per node with
+// `joiner token`, boots -nodes VMs from the image under libvirt, waits for
+// their Nodes to be Ready, runs a Job on each with the image's preloaded
+// busybox image and prints the node table and what each Job printed. Then
+// it tears everything down, unless -keep is given: then it waits for
+// Ctrl-C. Ctrl-C at any point tears down what was started.
 //
 // The inputs default to what `make setup joiner build` and the project's
 // scripts provide; see internal/lab for the chain itself.
@@ -45,7 +46,8 @@ func run() int {
 	flag.StringVar(&o.WorkDir, "work-dir", "", "scratch directory, removed at the end (default: a new one under $TMPDIR)")
 	flag.StringVar(&o.Accelerator, "accelerator", "tcg", "tcg, or kvm where KVM works")
 	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value]")
-	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Node to be Ready")
+	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Nodes to be Ready")
+	flag.IntVar(&o.Nodes, "nodes", 1, "how many VMs boot from the image and join, side by side (1 to 8)")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
 	flag.BoolVar(&o.SkipBuild, "skip-build", false, "boot the image an earlier run left in -image-dir instead of building it")
 	flag.Parse()
@@ -89,10 +91,22 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 		status = 1
 	} else {
-		fmt.Printf("\nNode %s is Ready, %s after the start:\n\n%s\n", l.NodeName, time.Since(began).Round(time.Second), table)
+		fmt.Printf("\n%d node(s) Ready, %s after the start:\n\n%s\n", len(l.Nodes), time.Since(began).Round(time.Second), table)
+		for _, j := range l.Jobs {
+			fmt.Printf("Job %s on %s: %s\n", j.Job, j.Node, j.Output)
+		}
 	}
 	if keep && status == 0 {
-		fmt.Printf("The lab stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  kubectl get nodes\n  image: %s\n\n", l.Kubeconfig, l.Image)
+		fmt.Printf("\nThe lab stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  kubectl get nodes\n  image: %s\n", l.Kubeconfig, l.Image)
+		for _, n := range l.Nodes {
+			fmt.Printf("  node %s: ssh -i %s -p %d kubenode@127.0.0.1\n", n.Name, filepath.Join(o.WorkDir, "id_ed25519"), n.SSHPort)
+		}
+		if l.WorkloadImage != "" && len(l.Nodes) > 0 {
+			fmt.Printf("  another Job, with the image preloaded on every node (its tag is pulled only if missing, so no registry is needed):\n")
+			fmt.Printf("    kubectl create job hello --image=%s -- echo hello   # kubectl get pods -o wide shows the node\n", l.WorkloadImage)
+			fmt.Printf("  (the lab's own Jobs pick their node with a nodeSelector kubernetes.io/hostname=<node>)\n")
+		}
+		fmt.Println()
 		<-ctx.Done()
 	}
 	if err := l.Close(); err != nil {

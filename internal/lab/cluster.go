@@ -69,27 +69,30 @@ func (l *Lab) doctor(ctx context.Context) error {
 	return nil
 }
 
-// seed makes a bootstrap token and the node's join seed disc with
-// `joiner token`, exactly as a user would.
+// seed makes, for each node, a bootstrap token and the node's join seed
+// disc with `joiner token`, exactly as a user would.
 func (l *Lab) seed(ctx context.Context) error {
-	l.NodeName = "kubenode-lab-" + randomSuffix()
-	iso := filepath.Join(l.opts.WorkDir, "join-seed.iso")
-	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", iso, "--ttl", "2h",
-		"--description", "kubenode lab node " + l.NodeName, "--node-name", l.NodeName}
 	keys := make([]string, 0, len(l.opts.Labels))
 	for k := range l.opts.Labels {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, "--label", k+"="+l.opts.Labels[k])
-	}
-	out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		l.say("    token | %s", line)
-	}
-	if err != nil {
-		return fmt.Errorf("joiner %s: %w", strings.Join(args, " "), err)
+	for i := range l.opts.Nodes {
+		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1)}
+		n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
+		args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
+			"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
+		for _, k := range keys {
+			args = append(args, "--label", k+"="+l.opts.Labels[k])
+		}
+		out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
+		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			l.say("    token %s | %s", n.Name, line)
+		}
+		if err != nil {
+			return fmt.Errorf("joiner %s: %w", strings.Join(args, " "), err)
+		}
+		l.Nodes = append(l.Nodes, n)
 	}
 	return nil
 }

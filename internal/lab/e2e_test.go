@@ -5,9 +5,14 @@ package lab_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +51,7 @@ func TestEndToEnd(t *testing.T) {
 	opts := lab.Options{
 		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		ImageDir: images, WorkDir: work, Labels: labels,
+		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2,
 		Out: testWriter{t},
 	}
 	before := hostState(t)
@@ -89,61 +94,132 @@ func TestEndToEnd(t *testing.T) {
 
 	client, err := l.Client()
 	require.NoError(t, err)
-	t.Run("node ready with its labels", func(t *testing.T) {
-		n, err := client.CoreV1().Nodes().Get(ctx, l.NodeName, metav1.GetOptions{})
-		require.NoError(t, err)
-		assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
-		assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"], "asked for with joiner token --label")
-		assert.Equal(t, "debian-12-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
-		assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
-		assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+	require.Len(t, l.Nodes, 2)
+	t.Run("nodes ready with their labels, each its own machine", func(t *testing.T) {
+		names, machineIDs, hostKeys, addrs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+		for _, node := range l.Nodes {
+			n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
+			assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"], "asked for with joiner token --label")
+			assert.Equal(t, "debian-12-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
+			assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
+			assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					assert.Equal(t, node.GuestIP, a.Address, "node %s registers the address its VM was given", node.Name)
+					addrs[a.Address] = true
+				}
+			}
+			hostname, err := node.Guest(ctx, "hostname")
+			require.NoError(t, err)
+			assert.Equal(t, node.Name, strings.TrimSpace(hostname))
+			id, err := node.Guest(ctx, "cat /etc/machine-id")
+			require.NoError(t, err)
+			assert.Regexp(t, `^[0-9a-f]{32}\n$`, id)
+			assert.Equal(t, strings.TrimSpace(id), n.Status.NodeInfo.MachineID, "the kubelet reports the VM's machine-id")
+			key, err := node.Guest(ctx, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+			require.NoError(t, err)
+			t.Logf("node %s: %s, machine-id %s, host key %s", node.Name, node.GuestIP, strings.TrimSpace(id), strings.TrimSpace(key))
+			names[n.Name], machineIDs[id], hostKeys[key] = true, true, true
+		}
+		assert.Len(t, names, 2, "distinct node names")
+		assert.Len(t, machineIDs, 2, "distinct machine-ids: generalize removed the image's")
+		assert.Len(t, hostKeys, 2, "distinct SSH host keys: generalize removed the image's")
+		assert.Len(t, addrs, 2, "distinct addresses")
 		table, err := l.Kubectl(ctx, "get", "nodes", "-o", "wide")
 		require.NoError(t, err)
 		t.Logf("kubectl get nodes -o wide:\n%s", table)
 	})
 
+	t.Run("a Job on each node, with preloaded images only", func(t *testing.T) {
+		require.Len(t, l.Jobs, 2)
+		assert.True(t, strings.HasPrefix(l.WorkloadImage, lab.WorkloadImagePrefix+"busybox:"), l.WorkloadImage)
+		_, bridge, err := net.ParseCIDR("10.85.0.0/16") // kubenode-bake's default bridge_subnet
+		require.NoError(t, err)
+		for i, r := range l.Jobs {
+			node := l.Nodes[i]
+			assert.Equal(t, node.Name, r.Node)
+			job, err := client.BatchV1().Jobs(lab.JobNamespace).Get(ctx, r.Job, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, job.Status.Succeeded, "job %s", r.Job)
+			pod, err := client.CoreV1().Pods(lab.JobNamespace).Get(ctx, r.Pod, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, node.Name, pod.Spec.NodeName, "placed by the scheduler on the node its selector names")
+			assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
+			ip := net.ParseIP(pod.Status.PodIP)
+			require.NotNil(t, ip, "pod IP %q", pod.Status.PodIP)
+			assert.True(t, bridge.Contains(ip), "pod IP %s from the bridge CNI's range %s", ip, bridge)
+			assert.Equal(t, fmt.Sprintf("kubenode-lab probe: node=%s pod=%s ip=%s", node.Name, pod.Name, pod.Status.PodIP), r.Output,
+				"what the Job printed, read from the node's container log")
+			t.Logf("job %s on %s: %q (Ready → Succeeded %s)", r.Job, r.Node, r.Output, r.ReadyToSucceeded.Round(100*time.Millisecond))
+		}
+	})
+
+	t.Run("preloaded images as containerd reports them", func(t *testing.T) {
+		var m export.Manifest
+		data, err := os.ReadFile(l.Manifest)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &m))
+		require.NotNil(t, m.Baked)
+		want := map[string]string{}
+		for _, img := range m.Baked.Images {
+			want[img.Name] = img.Digest
+		}
+		assert.Contains(t, want, "registry.k8s.io/pause:3.10", "the pause image the config names is preloaded")
+		assert.Contains(t, want, l.WorkloadImage)
+		for _, node := range l.Nodes {
+			out, err := node.Guest(ctx, "ctr -n k8s.io images ls")
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, line := range strings.Split(out, "\n")[1:] {
+				if f := strings.Fields(line); len(f) >= 3 {
+					got[f[0]] = f[2]
+				}
+			}
+			for ref, digest := range want {
+				assert.Equal(t, digest, got[ref], "node %s: %s as containerd has it\n%s", node.Name, ref, out)
+			}
+		}
+	})
+
+	t.Run("node basics: time sync, a grown root, crictl", func(t *testing.T) {
+		node := l.Nodes[0]
+		out, err := node.Guest(ctx, "systemctl is-enabled systemd-timesyncd.service chrony.service 2>/dev/null | grep -x enabled")
+		assert.NoError(t, err, "a time sync service is enabled: %s", out)
+		// The template asks for a 6G disk; the base disk's root is smaller.
+		out, err = node.Guest(ctx, "df -B1 --output=size / | tail -1")
+		require.NoError(t, err)
+		size, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		require.NoError(t, err)
+		assert.Greater(t, size, int64(5<<30), "the root file system grew to the disk's size on first boot")
+	})
+
 	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
-		// The joiner labels the node before its cleanup phase, and that
-		// phase disables the unit while the unit is still activating: wait
-		// for the unit to be disabled and no longer activating.
-		var state string
-		require.Eventually(t, func() bool {
-			state, _ = l.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,Result,NRestarts,UnitFileState")
-			return strings.Contains(state, "UnitFileState=disabled") && !strings.Contains(state, "ActiveState=activating")
-		}, 2*time.Minute, 3*time.Second, "unit state: %s", state)
-		assert.Contains(t, state, "ActiveState=active", "a oneshot with RemainAfterExit stays active once done")
-		assert.Contains(t, state, "Result=success")
-		assert.Contains(t, state, "NRestarts=0")
-		journal, err := l.Guest(ctx, "journalctl -b -u kubenode-joiner.service -o cat --no-pager")
-		require.NoError(t, err)
-		assert.Equal(t, 1, strings.Count(journal, "Starting kubenode-joiner.service"), journal)
-		assert.Equal(t, 1, strings.Count(journal, "Finished kubenode-joiner.service"), journal)
-		cfg, err := l.Guest(ctx, "stat -c %a /etc/kubenode/joiner.yaml; cat /etc/kubenode/joiner.yaml")
-		require.NoError(t, err)
-		assert.True(t, strings.HasPrefix(cfg, "600\n"), cfg)
-		assert.NotRegexp(t, `(?m)^\s*token:\s*\S`, cfg, "the token is scrubbed from the node")
-		_, err = l.Guest(ctx, "test -s /etc/kubernetes/kubelet.conf && ! test -e /etc/kubenode/kubeadm-join.yaml")
-		assert.NoError(t, err, "kubelet.conf written, kubeadm's join config removed")
+		for _, node := range l.Nodes {
+			assertJoinerRanOnce(t, ctx, node)
+		}
 	})
 
 	t.Run("after a reboot the joiner does not run again", func(t *testing.T) {
-		bootID, err := l.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+		node := l.Nodes[0]
+		bootID, err := node.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
 		require.NoError(t, err)
-		l.Guest(ctx, "systemctl reboot") // the connection may drop mid-command
+		node.Guest(ctx, "systemctl reboot") // the connection may drop mid-command
 		require.Eventually(t, func() bool {
-			id, err := l.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+			id, err := node.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
 			return err == nil && id != bootID
 		}, 10*time.Minute, 5*time.Second, "the node comes back after its reboot")
 		// The kubelet reports the boot it runs in: Ready from this boot.
 		readyFromNewBoot := func(within time.Duration) bool {
 			for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(3 * time.Second) {
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				id, err := l.Guest(cctx, "cat /proc/sys/kernel/random/boot_id")
+				id, err := node.Guest(cctx, "cat /proc/sys/kernel/random/boot_id")
 				cancel()
 				if err != nil || id == bootID {
 					continue
 				}
-				n, err := client.CoreV1().Nodes().Get(ctx, l.NodeName, metav1.GetOptions{})
+				n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 				if err == nil && ready(n) && n.Status.NodeInfo.BootID == strings.TrimSpace(id) {
 					return true
 				}
@@ -157,15 +233,15 @@ func TestEndToEnd(t *testing.T) {
 			// console) and the guest never recovered. That is QEMU/TCG on
 			// an overloaded host, not the node's configuration; a hard reset
 			// (another reboot) is still what this subtest is about.
-			serial, _ := os.ReadFile(l.SerialLog)
-			require.Contains(t, string(serial), "soft lockup", "the node did not come back Ready from a new boot within 8 minutes; serial console %s", l.SerialLog)
+			serial, _ := os.ReadFile(node.SerialLog)
+			require.Contains(t, string(serial), "soft lockup", "the node did not come back Ready from a new boot within 8 minutes; serial console %s", node.SerialLog)
 			t.Logf("the guest kernel locked up under TCG after its reboot (soft lockup on the serial console): resetting the VM once")
-			out, err := exec.Command("virsh", "-c", "qemu:///system", "reset", l.VMName).CombinedOutput()
+			out, err := exec.Command("virsh", "-c", "qemu:///system", "reset", node.VMName).CombinedOutput()
 			require.NoError(t, err, "virsh reset: %s", out)
 			ok = readyFromNewBoot(8 * time.Minute)
 		}
 		require.True(t, ok, "the node is Ready again, from its new boot")
-		state, err := l.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,UnitFileState; journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+		state, err := node.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,UnitFileState; journalctl -b -u kubenode-joiner.service -o cat --no-pager")
 		require.NoError(t, err)
 		assert.Contains(t, state, "ActiveState=inactive")
 		assert.Contains(t, state, "UnitFileState=disabled")
@@ -183,22 +259,68 @@ func TestEndToEnd(t *testing.T) {
 	// here at two moments and check that Up tears down what it started.
 	// By the ready stage everything is up: libvirtd, the control plane,
 	// and the node's domain, pool and volumes.
+	// This run boots one node alone, so it also gives the one-node figure
+	// of boot → Ready: it is interrupted once that node is Ready.
+	var oneNode time.Duration
 	t.Run("interrupted with the node running", func(t *testing.T) {
 		o := opts
 		o.SkipBuild = true // boot the image built above
+		o.Nodes = 1
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
-		interrupt(t, o, "==> ready", before)
+		readyLine := regexp.MustCompile(`node \S+: Ready (\S+) after its start`)
+		o.Out = watch{testWriter{t}, func(line string) {
+			if m := readyLine.FindStringSubmatch(line); m != nil {
+				oneNode, _ = time.ParseDuration(m[1])
+			}
+		}}
+		interrupt(t, o, "==> workload", before)
+		assert.NotZero(t, oneNode, "the lab said when its node was Ready")
 		_, err := os.Stat(l.Image)
 		assert.NoError(t, err, "the image stays")
 	})
+	// The lab's figures, one run each (TCG; both nodes of the main run
+	// booted at once on this machine's cores).
+	slowest := max(l.Nodes[0].BootToReady, l.Nodes[1].BootToReady)
+	t.Logf("lab figures: image build %s; boot → Ready: 1 node %s, 2 nodes %s and %s (wall %s, %+.0f%% over 1 node); Ready → first Job Succeeded %s",
+		l.ImageBuild.Round(time.Second), oneNode.Round(100*time.Millisecond),
+		l.Nodes[0].BootToReady.Round(100*time.Millisecond), l.Nodes[1].BootToReady.Round(100*time.Millisecond),
+		slowest.Round(100*time.Millisecond), 100*(slowest.Seconds()/oneNode.Seconds()-1), l.Jobs[0].ReadyToSucceeded.Round(100*time.Millisecond))
 	t.Run("interrupted during the packer build", func(t *testing.T) {
 		o := opts
 		o.ImageDir = filepath.Join(t.TempDir(), "image")
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
+		o.Out = testWriter{t}
 		interrupt(t, o, "Waiting for SSH", before)
 		_, err := os.Stat(filepath.Join(o.ImageDir, export.ManifestFile))
 		assert.True(t, os.IsNotExist(err), "an interrupted build exports nothing")
 	})
+}
+
+// assertJoinerRanOnce: the node's joiner service ran once, succeeded and
+// disabled itself, and scrubbed its token.
+func assertJoinerRanOnce(t *testing.T, ctx context.Context, node *lab.Node) {
+	t.Helper()
+	// The joiner labels the node before its cleanup phase, and that
+	// phase disables the unit while the unit is still activating: wait
+	// for the unit to be disabled and no longer activating.
+	var state string
+	require.Eventually(t, func() bool {
+		state, _ = node.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,Result,NRestarts,UnitFileState")
+		return strings.Contains(state, "UnitFileState=disabled") && !strings.Contains(state, "ActiveState=activating")
+	}, 2*time.Minute, 3*time.Second, "node %s: unit state: %s", node.Name, state)
+	assert.Contains(t, state, "ActiveState=active", "a oneshot with RemainAfterExit stays active once done")
+	assert.Contains(t, state, "Result=success")
+	assert.Contains(t, state, "NRestarts=0")
+	journal, err := node.Guest(ctx, "journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(journal, "Starting kubenode-joiner.service"), journal)
+	assert.Equal(t, 1, strings.Count(journal, "Finished kubenode-joiner.service"), journal)
+	cfg, err := node.Guest(ctx, "stat -c %a /etc/kubenode/joiner.yaml; cat /etc/kubenode/joiner.yaml")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(cfg, "600\n"), cfg)
+	assert.NotRegexp(t, `(?m)^\s*token:\s*\S`, cfg, "the token is scrubbed from the node")
+	_, err = node.Guest(ctx, "test -s /etc/kubernetes/kubelet.conf && ! test -e /etc/kubenode/kubeadm-join.yaml")
+	assert.NoError(t, err, "node %s: kubelet.conf written, kubeadm's join config removed", node.Name)
 }
 
 // interrupt runs lab.Up and cancels its context when the lab's progress
@@ -208,7 +330,10 @@ func interrupt(t *testing.T, o lab.Options, trigger string, before []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := make(chan struct{})
-	o.Out = cancelOn{testWriter{t}, trigger, cancel, seen}
+	if o.Out == nil {
+		o.Out = testWriter{t}
+	}
+	o.Out = cancelOn{o.Out, t, trigger, cancel, seen}
 	began := time.Now()
 	l, err := lab.Up(ctx, o)
 	select {
@@ -233,9 +358,21 @@ func assertTornDown(t *testing.T, work string, before []string) {
 	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
 }
 
+// watch passes the lab's progress on and shows each write to fn.
+type watch struct {
+	w  io.Writer
+	fn func(string)
+}
+
+func (w watch) Write(p []byte) (int, error) {
+	w.fn(string(p))
+	return w.w.Write(p)
+}
+
 // cancelOn passes the lab's progress on and cancels once a line holds trigger.
 type cancelOn struct {
-	w       testWriter
+	w       io.Writer
+	t       *testing.T
 	trigger string
 	cancel  context.CancelFunc
 	seen    chan struct{}
@@ -247,7 +384,7 @@ func (c cancelOn) Write(p []byte) (int, error) {
 		case <-c.seen:
 		default:
 			close(c.seen)
-			c.w.t.Logf("test: %q seen: cancelling, as Ctrl-C does", c.trigger)
+			c.t.Logf("test: %q seen: cancelling, as Ctrl-C does", c.trigger)
 			c.cancel()
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake"
 )
 
 // libvirtd starts libvirtd through scripts/libvirtd.sh unless it already
@@ -60,20 +62,67 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		return fmt.Errorf("packer plugins install: %w\n%s", err, out)
 	}
 
+	version, images, err := l.labImages(ctx)
+	if err != nil {
+		return err
+	}
 	args := []string{"build", "-force", "-color=false",
 		"-var", "base_disk=" + o.BaseDisk,
 		"-var", "kubernetes_dir=" + o.KubernetesDir,
+		"-var", "kubernetes_version=" + version,
 		"-var", "joiner=" + o.Joiner,
 		"-var", "output_directory=" + o.ImageDir,
 		"-var", "accelerator=" + o.Accelerator,
-		// crictl comes from GitHub; the lab builds from local files only.
+		"-var", "images=" + imagesVar(images),
+		// crictl comes from GitHub; the lab bakes from local files only.
 		"-var", "install_crictl=false",
 		o.Template}
 	l.say("packer %s", strings.Join(args, " "))
+	began := time.Now()
 	if err := l.runPacker(ctx, env, args); err != nil {
 		return err
 	}
+	l.ImageBuild = time.Since(began)
 	return l.readManifest()
+}
+
+// labImages builds (or takes from the cache) the images the lab's nodes
+// run, since no registry is assumed: the pause image the bake's version
+// table names for the kubeadm in KubernetesDir, compiled from that
+// release's build/pause/linux/pause.c, and a busybox image from Debian's
+// busybox-static. It returns that Kubernetes version too.
+func (l *Lab) labImages(ctx context.Context) (string, []labimages.Image, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(l.opts.KubernetesDir, "kubeadm"), "version", "-o", "short").Output()
+	if err != nil {
+		return "", nil, fmt.Errorf("kubeadm version -o short: %w", err)
+	}
+	version := strings.TrimSpace(string(out))
+	release, err := bake.LookupKubernetes(version)
+	if err != nil {
+		return "", nil, err
+	}
+	pause := release.PauseImage
+	src, err := labimages.KubernetesSourceDir(ctx, version)
+	if err != nil {
+		return "", nil, err
+	}
+	images, err := labimages.Build(ctx, labimages.Options{PauseRef: pause, KubernetesSourceDir: src})
+	if err != nil {
+		return "", nil, fmt.Errorf("the lab's images: %w", err)
+	}
+	for _, img := range images {
+		l.say("preloading %s (%s, built here)", img.Ref, img.Digest)
+	}
+	return version, images, nil
+}
+
+// imagesVar is the template's `images` variable: an HCL list of objects.
+func imagesVar(images []labimages.Image) string {
+	var parts []string
+	for _, img := range images {
+		parts = append(parts, fmt.Sprintf("{path = %q, sha256 = %q}", img.Archive, img.SHA256))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // readManifest finds the image through the manifest kubenode-export wrote
@@ -100,7 +149,12 @@ func (l *Lab) readManifest() error {
 	if m.Baked == nil {
 		return fmt.Errorf("%s: baked is null: did kubenode-bake run?", l.Manifest)
 	}
-	l.say("image %s (kubernetes %s, containerd %s)", l.Image, m.Baked.Kubernetes, m.Baked.Containerd)
+	for _, img := range m.Baked.Images {
+		if strings.HasPrefix(img.Name, WorkloadImagePrefix+"busybox:") {
+			l.WorkloadImage = img.Name
+		}
+	}
+	l.say("image %s (kubernetes %s, containerd %s, %d images preloaded)", l.Image, m.Baked.Kubernetes, m.Baked.Containerd, len(m.Baked.Images))
 	return nil
 }
 

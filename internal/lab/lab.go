@@ -47,27 +47,35 @@ type Options struct {
 	Kubeconfig  string
 	Accelerator string            // "tcg" (default) or "kvm"
 	Labels      map[string]string // node labels asked for with `joiner token --label`
+	// Nodes is how many VMs boot from the image, side by side, each with
+	// its own join seed (default 1).
+	Nodes int
 	// ReadyTimeout bounds the wait from boot to a Ready, labelled Node
 	// (default 20m: TCG is slow).
 	ReadyTimeout time.Duration
 	Out          io.Writer // progress; nil discards it
 }
 
-// Lab is a running lab: a cluster and one node booted from the built image.
+// Lab is a running lab: a cluster and the nodes booted from the built
+// image, each of which ran a Job.
 type Lab struct {
 	opts Options
 
 	Image      string // the exported image
 	Manifest   string // its kubenode-manifest.json
-	Kubeconfig string // admin kubeconfig of the cluster the node joined
-	NodeName   string
-	VMName     string
-	SerialLog  string // the node's serial console
+	Kubeconfig string // admin kubeconfig of the cluster the nodes joined
+	Nodes      []*Node
+	// WorkloadImage is the image the Jobs ran: the lab's busybox image,
+	// found among the image's preloaded ones.
+	WorkloadImage string
+	Jobs          []JobResult // one per node, in the order of Nodes
+	// ImageBuild is how long packer took (zero with SkipBuild).
+	ImageBuild time.Duration
 
+	id       string // names the lab's nodes and storage pool
 	began    time.Time
 	mu       sync.Mutex
 	undo     []undoStep
-	ssh      *sshTarget
 	kubectl  string
 	closeErr error
 	closed   bool
@@ -85,7 +93,7 @@ func Up(ctx context.Context, o Options) (l *Lab, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	l = &Lab{opts: o, began: time.Now(), kubectl: filepath.Join(o.KubernetesDir, "kubectl")}
+	l = &Lab{opts: o, id: randomSuffix(), began: time.Now(), kubectl: filepath.Join(o.KubernetesDir, "kubectl")}
 	defer func() {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -111,6 +119,7 @@ func Up(ctx context.Context, o Options) (l *Lab, err error) {
 		{"seed", l.seed},
 		{"boot", l.boot},
 		{"ready", l.waitReady},
+		{"workload", l.runJobs},
 	}
 	for _, s := range stages {
 		began := time.Now()
@@ -138,6 +147,12 @@ func (o *Options) defaults() error {
 	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 20 * time.Minute
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes < 1 || o.Nodes > 8 {
+		return fmt.Errorf("lab: -nodes %d: want 1 to 8 (each node is a VM with 2 vCPUs and 2 GiB)", o.Nodes)
 	}
 	var missing []string
 	need := map[string]string{"root": o.Root, "joiner": o.Joiner, "kubernetes dir": o.KubernetesDir}
