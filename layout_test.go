@@ -20,7 +20,7 @@ const ownModule = "github.com/kubenode/packer-plugin-kubenode/"
 // joiner all share, live in internal/joinerapi for that reason.
 func TestDependenciesPointOneWay(t *testing.T) {
 	components := []string{"builder/", "provisioner/", "post-processor/"}
-	libraries := []string{"autounattend/", "internal/joinerapi/", "internal/powershell/", "internal/baked/", "internal/filehash/", "internal/ctxio/", "internal/udf/", "internal/winmedia/"}
+	libraries := []string{"autounattend/", "internal/joinerapi/", "internal/powershell/", "internal/baked/", "internal/filehash/", "internal/ctxio/", "internal/udf/", "internal/winmedia/", "internal/labimages/"}
 	imports := packageImports(t)
 	require.NotEmpty(t, imports)
 	for dir, deps := range imports {

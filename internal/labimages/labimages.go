@@ -48,7 +48,7 @@ const WorkloadRepository = "localhost/kubenode-lab/busybox"
 
 // recipe changes whenever the images' layout changes, so cached archives
 // of an older layout are rebuilt.
-const recipe = "labimages-2"
+const recipe = "labimages-3"
 
 // Image is one built image.
 type Image struct {
@@ -207,7 +207,13 @@ func buildPause(ctx context.Context, o Options, pauseC, dir string) (Image, erro
 		return Image{}, err
 	}
 	bin := filepath.Join(dir, "pause")
-	version := "v" + tag.TagStr() + "-kubenode"
+	// Upstream's VERSION is v<tag>-<git revision>; here the module's
+	// release stands in for the revision (its directory is name@version).
+	release := "unknown"
+	if _, v, ok := strings.Cut(filepath.Base(o.KubernetesSourceDir), "@"); ok {
+		release = v
+	}
+	version := "v" + tag.TagStr() + "-" + release
 	cc := exec.CommandContext(ctx, o.CC, "-Os", "-Wall", "-Werror", "-static", "-DVERSION="+version, "-o", bin, pauseC)
 	if out, err := cc.CombinedOutput(); err != nil {
 		return Image{}, fmt.Errorf("compiling %s: %w\n%s(a static build needs libc6-dev: apt-get install gcc libc6-dev)", pauseC, err, out)
