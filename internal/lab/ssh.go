@@ -106,4 +106,3 @@ func newSSHKey(file string) (ssh.Signer, string, error) {
 	}
 	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " kubenode-lab", nil
 }
-

@@ -9,10 +9,10 @@ import (
 
 func TestCRILogText(t *testing.T) {
 	for name, tc := range map[string]struct{ log, want string }{
-		"one line": {"2026-11-23T21:00:00.1Z stdout F kubenode-lab probe: node=a pod=b ip=10.85.0.2\n", "kubenode-lab probe: node=a pod=b ip=10.85.0.2"},
-		"partial lines joined": {"2026-11-23T21:00:00.1Z stdout P hello \n2026-11-23T21:00:00.2Z stdout F world\n2026-11-23T21:00:00.3Z stderr F second\n", "hello world\nsecond"},
+		"one line":              {"2026-11-23T21:00:00.1Z stdout F kubenode-lab probe: node=a pod=b ip=10.85.0.2\n", "kubenode-lab probe: node=a pod=b ip=10.85.0.2"},
+		"partial lines joined":  {"2026-11-23T21:00:00.1Z stdout P hello \n2026-11-23T21:00:00.2Z stdout F world\n2026-11-23T21:00:00.3Z stderr F second\n", "hello world\nsecond"},
 		"text with spaces kept": {"t stdout F a  b   c\n", "a  b   c"},
-		"empty": {"", ""},
+		"empty":                 {"", ""},
 	} {
 		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, CRILogText(tc.log)) })
 	}
