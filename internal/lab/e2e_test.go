@@ -183,7 +183,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("node basics: time sync, a grown root, crictl", func(t *testing.T) {
+	t.Run("node basics: time sync and a grown root", func(t *testing.T) {
 		node := l.Nodes[0]
 		out, err := node.Guest(ctx, "systemctl is-enabled systemd-timesyncd.service chrony.service 2>/dev/null | grep -x enabled")
 		assert.NoError(t, err, "a time sync service is enabled: %s", out)
