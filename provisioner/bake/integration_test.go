@@ -8,6 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +22,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 )
@@ -55,13 +63,20 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		images = append(images, preloaded{Ref: im.Ref, Archive: im.Archive, SHA256: im.SHA256, Digest: im.Digest})
 		refs = append(refs, fmt.Sprintf("%q", im.Ref))
 	}
+	// A registry on this host (go-containerregistry's, in memory) holding
+	// the busybox image: the bake pulls it by a name no DNS resolves,
+	// through the registry mirror it configures for that name.
+	mirror, pulled := serveMirror(t, built[1])
+	images = append(images, pulled)
+	refs = append(refs, fmt.Sprintf("%q", pulled.Ref))
 
 	began := time.Now()
 	cmd := exec.Command(harness.Packer(t), "build", "-color=false",
 		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
 		"-var", "output_directory="+filepath.Join(work, "output"),
 		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
-		"-var", "images="+imagesVar(images), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
+		"-var", "images="+imagesVar(images[:len(built)]), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
+		"-var", "mirror_endpoint="+mirror, "-var", fmt.Sprintf("pull_images=[%q]", pulled.Ref),
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
@@ -123,6 +138,34 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		assert.Equal(t, fileSum(t, path), m.Baked.Checksums[name], name)
 	}
 	assertPreloaded(t, images, m.Baked.Images)
+}
+
+// serveMirror serves a registry on 127.0.0.1, which the guest reaches as
+// 10.0.2.2, holding img under registry.kubenode.test's path; it returns
+// the mirror's endpoint for the guest and the image as the bake must list
+// it after pulling it.
+func serveMirror(t *testing.T, img labimages.Image) (string, preloaded) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	out, err := exec.Command("tar", "-xf", img.Archive, "-C", dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	index, err := layout.ImageIndexFromPath(dir)
+	require.NoError(t, err)
+	m, err := index.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, m.Manifests, 1)
+	image, err := index.Image(m.Manifests[0].Digest)
+	require.NoError(t, err)
+	_, tag, _ := strings.Cut(strings.TrimPrefix(img.Ref, "localhost/"), ":")
+	path := "kubenode-lab/busybox:" + tag
+	dest, err := name.NewTag(host+"/"+path, name.Insecure)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(dest, image))
+	_, port, _ := strings.Cut(host, ":")
+	return "http://10.0.2.2:" + port, preloaded{Ref: "registry.kubenode.test/" + path, Digest: img.Digest}
 }
 
 // preloaded is an image archive the bake imports: the reference it holds,

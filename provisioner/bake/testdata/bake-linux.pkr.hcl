@@ -29,6 +29,19 @@ variable "images" {
   default = []
 }
 
+# A registry the integration test serves on this host, which the guest
+# reaches through a mirror of registry.kubenode.test, and what the bake
+# pulls through it.
+variable "mirror_endpoint" {
+  type    = string
+  default = "http://10.0.2.2:5000"
+}
+
+variable "pull_images" {
+  type    = list(string)
+  default = []
+}
+
 # The references check-linux.sh expects containerd to list after the reboot.
 variable "expect_images" {
   type    = list(string)
@@ -69,6 +82,13 @@ build {
       registry  = "registry.k8s.io"
       endpoints = ["http://10.0.2.2:5000"]
     }
+    # No DNS name answers for registry.kubenode.test: pull_images comes
+    # through its mirror or not at all.
+    registry_mirrors {
+      registry  = "registry.kubenode.test"
+      endpoints = [var.mirror_endpoint]
+    }
+    pull_images = var.pull_images
     dynamic "images" {
       for_each = var.images
       content {
@@ -96,6 +116,13 @@ build {
       registry  = "registry.k8s.io"
       endpoints = ["http://10.0.2.2:5000"]
     }
+    # No DNS name answers for registry.kubenode.test: pull_images comes
+    # through its mirror or not at all.
+    registry_mirrors {
+      registry  = "registry.kubenode.test"
+      endpoints = [var.mirror_endpoint]
+    }
+    pull_images = var.pull_images
     dynamic "images" {
       for_each = var.images
       content {
