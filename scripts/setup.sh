@@ -9,7 +9,8 @@
 #   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
 #   scripts/setup.sh packer-plugin-qemu  hashicorp/packer-plugin-qemu, the peer make bench compares
 #                                with (not in `all`: prints the binary's path)
-#   scripts/setup.sh all         all of the above
+#   scripts/setup.sh all         all of the above, and (as root) the test base
+#                                disk (scripts/base-disk.sh) built alongside
 #   scripts/setup.sh env         prints `export` lines for PATH, CGO_CFLAGS, ...
 #                                (use: eval "$(scripts/setup.sh env)")
 set -euo pipefail
@@ -139,7 +140,22 @@ case "${1:-all}" in
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
   packer-plugin-qemu) build_packer_plugin_qemu ;;
-  all) packages; build_packer; build_packer_sdc; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
+  all)
+    packages
+    # The test base disk (debootstrap: mostly downloads and unpacking)
+    # builds beside the Go builds (CPU) instead of after them; as root
+    # only, as it needs.
+    base_pid=""
+    if [ "$(id -u)" -eq 0 ]; then
+      bash "$ROOT/scripts/base-disk.sh" >/dev/null &
+      base_pid=$!
+      # A failed Go build exits at once: let the disk finish first, so
+      # nothing of it is left running.
+      trap 'wait "$base_pid" 2>/dev/null || true' EXIT
+    fi
+    build_packer; build_packer_sdc; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null
+    if [ -n "$base_pid" ]; then wait "$base_pid" || { log "scripts/base-disk.sh failed (its lines above)"; exit 1; }; fi
+    ;;
   env) print_env ;;
   *) echo "usage: $0 [packages|packer|packer-sdc|k8s|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
 esac
