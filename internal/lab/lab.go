@@ -1,9 +1,10 @@
 // Package lab runs the whole chain kubenode exists for, on one machine:
 // build a node image with packer (kubenode-libvirt → kubenode-bake →
-// kubenode-export), start a control plane (or use the user's cluster), make
-// a join seed with `joiner token`, boot the image with that seed under
-// libvirt and wait until its Node is Ready. `make lab` (cmd/lab) runs it for
-// a user; `make e2e` runs it as a test with assertions.
+// kubenode-export) with the lab's own container images preloaded, start a
+// control plane (or use the user's cluster), make a join seed per node with
+// `joiner token`, boot one or more VMs from the image under libvirt, wait
+// until their Nodes are Ready and run a Job on each. `make lab` (cmd/lab)
+// runs it for a user; `make e2e` runs it as a test with assertions.
 //
 // Everything Up starts is recorded and undone by Close in reverse order, so
 // a failed or interrupted run leaves no domain, pool, process or temporary
@@ -40,7 +41,7 @@ type Options struct {
 	// through its manifest) instead of running packer.
 	SkipBuild bool
 	// WorkDir holds everything else (plugin directory, control plane, seeds,
-	// the node's disk overlay, SSH key); Close removes it.
+	// the nodes' disk overlays, SSH key); Close removes it.
 	WorkDir string
 	// Kubeconfig is the user's own cluster; empty starts a local control
 	// plane on 127.0.0.1, which the guest reaches as 10.0.2.2.
