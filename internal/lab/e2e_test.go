@@ -25,6 +25,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/lab"
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
 )
 
@@ -134,7 +135,7 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("a Job on each node, with preloaded images only", func(t *testing.T) {
 		require.Len(t, l.Jobs, 2)
-		assert.True(t, strings.HasPrefix(l.WorkloadImage, lab.WorkloadImagePrefix+"busybox:"), l.WorkloadImage)
+		assert.True(t, strings.HasPrefix(l.WorkloadImage, labimages.WorkloadRepository+":"), l.WorkloadImage)
 		_, bridge, err := net.ParseCIDR("10.85.0.0/16") // kubenode-bake's default bridge_subnet
 		require.NoError(t, err)
 		for i, r := range l.Jobs {

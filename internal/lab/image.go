@@ -73,7 +73,7 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		"-var", "joiner=" + o.Joiner,
 		"-var", "output_directory=" + o.ImageDir,
 		"-var", "accelerator=" + o.Accelerator,
-		"-var", "images=" + imagesVar(images),
+		"-var", "images=" + labimages.TemplateVar(images),
 		// crictl comes from GitHub; the lab bakes from local files only.
 		"-var", "install_crictl=false",
 		o.Template}
@@ -116,15 +116,6 @@ func (l *Lab) labImages(ctx context.Context) (string, []labimages.Image, error) 
 	return version, images, nil
 }
 
-// imagesVar is the template's `images` variable: an HCL list of objects.
-func imagesVar(images []labimages.Image) string {
-	var parts []string
-	for _, img := range images {
-		parts = append(parts, fmt.Sprintf("{path = %q, sha256 = %q}", img.Archive, img.SHA256))
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // readManifest finds the image through the manifest kubenode-export wrote
 // into ImageDir, and checks that kubenode-bake ran.
 func (l *Lab) readManifest() error {
@@ -150,7 +141,7 @@ func (l *Lab) readManifest() error {
 		return fmt.Errorf("%s: baked is null: did kubenode-bake run?", l.Manifest)
 	}
 	for _, img := range m.Baked.Images {
-		if strings.HasPrefix(img.Name, WorkloadImagePrefix+"busybox:") {
+		if strings.HasPrefix(img.Name, labimages.WorkloadRepository+":") {
 			l.WorkloadImage = img.Name
 		}
 	}

@@ -12,11 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-)
 
-// WorkloadImagePrefix names the lab's own images: built on this machine,
-// preloaded into the node image, never pulled.
-const WorkloadImagePrefix = "localhost/kubenode-lab/"
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
+)
 
 // JobNamespace is where the lab's Jobs run.
 const JobNamespace = "default"
@@ -41,7 +39,7 @@ type JobResult struct {
 // only (imagePullPolicy Never), and waits until each Succeeded.
 func (l *Lab) runJobs(ctx context.Context) error {
 	if l.WorkloadImage == "" {
-		l.say("the image has no %s* image preloaded: no Jobs to run", WorkloadImagePrefix)
+		l.say("the image has no %s image preloaded: no Jobs to run", labimages.WorkloadRepository)
 		return nil
 	}
 	client, err := l.Client()

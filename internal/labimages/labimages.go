@@ -395,6 +395,39 @@ func tarDir(dir, archive string) error {
 	return f.Close()
 }
 
+// TemplateVar renders images as the value of a packer template's `images`
+// variable (`-var images=...`): an HCL list of {path, sha256} objects, the
+// shape kubenode-bake's `images` blocks take.
+func TemplateVar(images []Image) string {
+	var parts []string
+	for _, img := range images {
+		parts = append(parts, fmt.Sprintf("{path = %q, sha256 = %q}", img.Archive, img.SHA256))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// Load reads the image back from its archive, unpacked into dir (which
+// must outlive the image: its blobs are read from there): the manifest its
+// OCI layout's index names, and that index entry's annotations.
+func (img Image) Load(dir string) (v1.Image, map[string]string, error) {
+	if out, err := exec.Command("tar", "-xf", img.Archive, "-C", dir).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("unpacking %s: %w: %s", img.Archive, err, out)
+	}
+	index, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := index.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, nil, fmt.Errorf("%s: %d images in its index, want 1", img.Archive, len(m.Manifests))
+	}
+	loaded, err := index.Image(m.Manifests[0].Digest)
+	return loaded, m.Manifests[0].Annotations, err
+}
+
 // busyboxVersion is the busybox-static package's version as a tag
 // (1:1.35.0-4+deb12u1+b1 → 1.35.0-4-deb12u1-b1).
 func busyboxVersion(ctx context.Context, busybox string) (string, error) {

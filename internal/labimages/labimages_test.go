@@ -5,15 +5,16 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
 )
 
 func buildIn(t *testing.T, cache, pause string) []Image {
@@ -84,20 +85,12 @@ func TestBuildPauseAndBusybox(t *testing.T) {
 // its index names img.Ref.
 func readArchive(t *testing.T, img Image) v1.Image {
 	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("tar", "-xf", img.Archive, "-C", dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	p, err := layout.FromPath(dir)
+	i, annotations, err := img.Load(t.TempDir())
 	require.NoError(t, err)
-	idx, err := p.ImageIndex()
+	assert.Equal(t, img.Ref, annotations["io.containerd.image.name"], "containerd names the imported image by it")
+	mt, err := i.MediaType()
 	require.NoError(t, err)
-	m, err := idx.IndexManifest()
-	require.NoError(t, err)
-	require.Len(t, m.Manifests, 1)
-	assert.Equal(t, img.Ref, m.Manifests[0].Annotations["io.containerd.image.name"], "containerd names the imported image by it")
-	assert.Equal(t, types.OCIManifestSchema1, m.Manifests[0].MediaType)
-	i, err := idx.Image(m.Manifests[0].Digest)
-	require.NoError(t, err)
+	assert.Equal(t, types.OCIManifestSchema1, mt)
 	return i
 }
 
@@ -135,4 +128,19 @@ func layerFiles(t *testing.T, l v1.Layer) map[string]*tar.Header {
 		assert.Equal(t, int64(0), h.ModTime.Unix(), "%s: a fixed time", h.Name)
 		files[h.Name] = h
 	}
+}
+
+// TemplateVar is an HCL list a packer template's list(object) variable
+// takes: parsed back, it holds each archive and its checksum.
+func TestTemplateVar(t *testing.T) {
+	images := []Image{{Archive: "/c/pause.tar", SHA256: "aa"}, {Archive: `/c/a "b".tar`, SHA256: "bb"}}
+	expr, diags := hclsyntax.ParseExpression([]byte(TemplateVar(images)), "images", hcl.InitialPos)
+	require.False(t, diags.HasErrors(), diags.Error())
+	v, diags := expr.Value(nil)
+	require.False(t, diags.HasErrors(), diags.Error())
+	require.Equal(t, 2, v.LengthInt())
+	second := v.Index(cty.NumberIntVal(1))
+	assert.Equal(t, `/c/a "b".tar`, second.GetAttr("path").AsString())
+	assert.Equal(t, "bb", second.GetAttr("sha256").AsString())
+	assert.Equal(t, "[]", TemplateVar(nil))
 }

@@ -24,7 +24,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 
@@ -75,7 +74,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
 		"-var", "output_directory="+filepath.Join(work, "output"),
 		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
-		"-var", "images="+imagesVar(images[:len(built)]), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
+		"-var", "images="+labimages.TemplateVar(built), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
 		"-var", "mirror_endpoint="+mirror, "-var", fmt.Sprintf("pull_images=[%q]", pulled.Ref),
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
 	cmd.Dir = work
@@ -149,15 +148,7 @@ func serveMirror(t *testing.T, img labimages.Image) (string, preloaded) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	dir := t.TempDir()
-	out, err := exec.Command("tar", "-xf", img.Archive, "-C", dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	index, err := layout.ImageIndexFromPath(dir)
-	require.NoError(t, err)
-	m, err := index.IndexManifest()
-	require.NoError(t, err)
-	require.Len(t, m.Manifests, 1)
-	image, err := index.Image(m.Manifests[0].Digest)
+	image, _, err := img.Load(t.TempDir())
 	require.NoError(t, err)
 	_, tag, _ := strings.Cut(strings.TrimPrefix(img.Ref, "localhost/"), ":")
 	path := "kubenode-lab/busybox:" + tag
@@ -171,15 +162,6 @@ func serveMirror(t *testing.T, img labimages.Image) (string, preloaded) {
 // preloaded is an image archive the bake imports: the reference it holds,
 // the archive and its sha256, and the digest containerd lists for it.
 type preloaded struct{ Ref, Archive, SHA256, Digest string }
-
-// imagesVar renders the template's images variable (HCL).
-func imagesVar(images []preloaded) string {
-	var entries []string
-	for _, im := range images {
-		entries = append(entries, fmt.Sprintf("{ path = %q, sha256 = %q }", im.Archive, im.SHA256))
-	}
-	return "[" + strings.Join(entries, ", ") + "]"
-}
 
 // assertPreloaded checks the manifest's baked.images: each archive's image
 // listed by containerd with the digest expected of it, nothing else.
