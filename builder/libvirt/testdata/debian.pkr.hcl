@@ -8,7 +8,16 @@ packer {
   }
 }
 
+# A path, or "true" to boot iso_url as the disk (as the qemu builder does).
 variable "base_disk" { type = string }
+variable "iso_url" {
+  type    = string
+  default = null
+}
+variable "iso_checksum" {
+  type    = string
+  default = null
+}
 variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "inline" { type = list(string) }
@@ -20,6 +29,8 @@ variable "libvirt_uri" {
 source "kubenode-libvirt" "it" {
   libvirt_uri      = var.libvirt_uri
   disk_image       = var.base_disk
+  iso_url          = var.iso_url
+  iso_checksum     = var.iso_checksum
   disk_size        = "4G"
   memory           = 1024
   accelerator      = "tcg"
