@@ -129,8 +129,8 @@ func (b *Builder) steps() []multistep.Step {
 		&stepCreateStorage{},
 		commonsteps.HTTPServerFromHTTPConfig(&c.HTTPConfig),
 		&stepForwardPort{},
-		&stepDefineDomain{},
 		&stepHTTPIPDiscover{},
+		&stepDefineDomain{},
 		&stepStartDomain{},
 		&stepTypeBootCommand{},
 		&stepWaitCommunicator{connect: &communicator.StepConnect{

@@ -205,12 +205,17 @@ type Config struct {
 	// (`pci.0` on `pc` machines; libvirt fills low slots, so a high one is
 	// normally free): without `addr=` QEMU takes the first free slot before
 	// libvirt's devices are placed, and the start fails with "PCI: slot 1
-	// function 0 not available" (Prepare warns). Unlike the qemu builder's,
+	// function 0 not available" (Prepare warns). As in the qemu builder,
+	// the strings may use `{{ .HTTPIP }}`, `{{ .HTTPPort }}`,
+	// `{{ .HTTPDir }}`, `{{ .OutputDir }}` (absolute; a path on this
+	// machine, so only meaningful for a local hypervisor), `{{ .Name }}`
+	// and `{{ .SSHHostPort }}` (the forwarded communicator port on user
+	// networking, SSH or WinRM; 0 otherwise). Unlike the qemu builder's,
 	// they cannot replace an argument libvirt generates (change the domain
-	// with `domain_xml_patch` instead), and `{{ .SSHHostPort }}` and the
-	// other template variables of that builder are not offered: the builder
-	// forwards the communicator port itself. libvirt logs such a domain as
-	// tainted (custom-argv), which is harmless.
+	// with `domain_xml_patch` instead), and the builder forwards the
+	// communicator port itself: a `-netdev` with that `hostfwd` would bind
+	// it twice. libvirt logs such a domain as tainted (custom-argv), which
+	// is harmless.
 	QemuArgs [][]string `mapstructure:"qemuargs"`
 	// Edits of the generated domain XML, applied in order, for what no
 	// option covers: see the `domain_xml_patch` block.
@@ -341,7 +346,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		PluginType:         BuilderID,
 		Interpolate:        true,
 		InterpolateContext: &c.ctx,
-		InterpolateFilter:  &interpolate.RenderFilter{Exclude: []string{"boot_command"}},
+		InterpolateFilter:  &interpolate.RenderFilter{Exclude: []string{"boot_command", "qemuargs"}},
 	}, raws...)
 	if err != nil {
 		return nil, err
@@ -497,6 +502,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		add("cpu_model", "%v", err)
 	} else if cpu.Model == "host-passthrough" && c.Accelerator == "tcg" {
 		add("cpu_model", "\"host-passthrough\" needs accelerator = \"kvm\": under TCG there is no host CPU to pass through; use \"maximum\" or a model such as %q", defaultTCGCPUModel)
+	}
+	if _, err := c.renderQemuArgs(qemuArgsData{HTTPIP: userNetGateway, HTTPPort: 8000, SSHHostPort: 2222}); err != nil {
+		add("qemuargs", "%v", err)
 	}
 	for i, a := range c.QemuArgs {
 		if len(a) == 0 || !strings.HasPrefix(a[0], "-") {

@@ -104,6 +104,40 @@ func TestPrepareQemuArgs(t *testing.T) {
 	assert.NotContains(t, err.Error(), "qemuargs[0]")
 }
 
+func TestQemuArgsTemplates(t *testing.T) {
+	var c Config
+	args := [][]string{
+		{"-smbios", "type=11,value=kubenode:{{ .Name }}:{{ .HTTPIP }}:{{ .HTTPPort }}:{{ .SSHHostPort }}"},
+		{"-chardev", "file,id=extra,path={{ .OutputDir }}/extra.log"},
+	}
+	raw := tcgRaw(map[string]interface{}{"qemuargs": args, "output_directory": "out-rel", "http_directory": "www"})
+	_, err := c.Prepare(raw)
+	require.NoError(t, err)
+	assert.Equal(t, args, c.QemuArgs, "kept as templates until the build knows the values")
+
+	state := testState(t, &c, NewMockDriver())
+	state.Put(stateDiskPath, "/pool/d.qcow2")
+	state.Put(stateHostPort, 3022)
+	state.Put(stateHTTPIP, "10.0.2.2")
+	state.Put("http_port", 8123)
+	spec, _, err := c.renderDomain(state)
+	require.NoError(t, err)
+	abs, err := filepath.Abs("out-rel")
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{
+		{"-smbios", "type=11,value=kubenode:" + c.VMName + ":10.0.2.2:8123:3022"},
+		{"-chardev", "file,id=extra,path=" + abs + "/extra.log"},
+	}, spec.QEMUArgs)
+
+	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"qemuargs": [][]string{{"-smbios", "type=1,serial={{ .SSHPort }}"}}}))
+	require.Error(t, err, "a field the qemu builder does not offer either")
+	assert.Contains(t, err.Error(), "qemuargs[0][1]")
+	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"qemuargs": [][]string{{"-smbios", "type=1,serial={{ .Name "}}}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "qemuargs")
+	assert.Contains(t, err.Error(), "unclosed action")
+}
+
 func TestPrepareDomainXMLPatch(t *testing.T) {
 	patch := func(p ...map[string]interface{}) map[string]interface{} {
 		return tcgRaw(map[string]interface{}{"domain_xml_patch": p})

@@ -5,6 +5,7 @@ package libvirt
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -58,7 +59,7 @@ func TestDomainOptionsOnLibvirt(t *testing.T) {
 	t.Run("accepted", func(t *testing.T) {
 		c := prepare(t, map[string]interface{}{
 			"sockets": 1, "cores": 2, "threads": 1,
-			"qemuargs": [][]string{{"-device", "virtio-serial-pci,id=kubenode-serial,bus=pcie.0,addr=0x11"}},
+			"qemuargs": [][]string{{"-device", "virtio-serial-pci,id=kubenode-serial-{{ .SSHHostPort }},bus=pcie.0,addr=0x11"}},
 			"domain_xml_patch": []map[string]interface{}{
 				{"xpath": "/domain/devices", "add": "<watchdog model='i6300esb' action='reset'/>"},
 				{"xpath": "/domain/devices/input[@type='tablet']", "remove": true},
@@ -67,11 +68,12 @@ func TestDomainOptionsOnLibvirt(t *testing.T) {
 		state, s, action := define(t, c)
 		require.Equal(t, multistep.ActionContinue, action, "%v", state.Get("error"))
 		defer s.Cleanup(state)
+		serialID := fmt.Sprintf("kubenode-serial-%d", state.Get(stateHostPort).(int)) // {{ .SSHHostPort }} filled in
 
 		x := virsh("dumpxml", c.VMName)
 		assert.Contains(t, x, "<watchdog model='i6300esb' action='reset'>")
 		assert.NotContains(t, x, "<input type='tablet'")
-		assert.Contains(t, x, "<qemu:arg value='virtio-serial-pci,id=kubenode-serial,bus=pcie.0,addr=0x11'/>")
+		assert.Contains(t, x, "<qemu:arg value='virtio-serial-pci,id="+serialID+",bus=pcie.0,addr=0x11'/>")
 		assert.Contains(t, x, "<model fallback='forbid'>Nehalem</model>")
 		assert.Contains(t, x, "<topology sockets='1' dies='1' cores='2' threads='1'/>")
 
@@ -93,7 +95,7 @@ func TestDomainOptionsOnLibvirt(t *testing.T) {
 			assert.Contains(t, out, `"return":true`, "vCPU feature %s", feature)
 		}
 		qtree := virsh("qemu-monitor-command", c.VMName, "--hmp", "info qtree")
-		assert.Contains(t, qtree, `id "kubenode-serial"`, "the qemuargs device exists in the running VM")
+		assert.Contains(t, qtree, `id "`+serialID+`"`, "the qemuargs device exists in the running VM")
 	})
 
 	t.Run("maximum", func(t *testing.T) {

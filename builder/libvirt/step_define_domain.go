@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 )
 
 // stepDefineDomain defines the build VM. Cleanup powers it off and
@@ -137,12 +138,25 @@ func (c *Config) cdromCount() int {
 func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
 	spec := domainSpec{
 		Name: c.VMName, Accelerator: c.Accelerator, Machine: c.MachineType,
-		CPUs: c.CPUs, CPU: c.cpuSpec(), QEMUArgs: c.QemuArgs, MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
+		CPUs: c.CPUs, CPU: c.cpuSpec(), MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
 		TPM: c.TPM, HyperV: *c.HypervEnlightenments, NICModel: c.NICModel,
 		Disk: diskSpec{Path: state.Get(stateDiskPath).(string), Format: "qcow2", Bus: c.DiskBus},
 	}
 	if cds, ok := state.GetOk(stateCDROMs); ok {
 		spec.CDROMs = cds.([]string)
+	}
+	outDir, err := filepath.Abs(c.OutputDir)
+	if err != nil {
+		return spec, err
+	}
+	data := qemuArgsData{OutputDir: outDir, HTTPDir: c.HTTPDir}
+	data.HTTPIP, _ = state.Get(stateHTTPIP).(string)
+	data.HTTPPort, _ = state.Get("http_port").(int)
+	if c.Network == "user" {
+		data.SSHHostPort, _ = state.Get(stateHostPort).(int)
+	}
+	if spec.QEMUArgs, err = c.renderQemuArgs(data); err != nil {
+		return spec, err
 	}
 	switch {
 	case c.Network == "user":
@@ -185,4 +199,36 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// qemuArgsData is what qemuargs templates can use, the qemu builder's set.
+type qemuArgsData struct {
+	HTTPIP      string
+	HTTPPort    int
+	HTTPDir     string
+	OutputDir   string
+	Name        string
+	SSHHostPort int
+}
+
+// renderQemuArgs fills the templates in qemuargs with data.
+func (c *Config) renderQemuArgs(data qemuArgsData) ([][]string, error) {
+	if len(c.QemuArgs) == 0 {
+		return nil, nil
+	}
+	data.Name = c.VMName
+	ctx := c.ctx
+	ctx.Data = &data
+	out := make([][]string, len(c.QemuArgs))
+	for i, arg := range c.QemuArgs {
+		out[i] = make([]string, len(arg))
+		for j, v := range arg {
+			r, err := interpolate.Render(v, &ctx)
+			if err != nil {
+				return nil, fmt.Errorf("qemuargs[%d][%d]: %w", i, j, err)
+			}
+			out[i][j] = r
+		}
+	}
+	return out, nil
 }

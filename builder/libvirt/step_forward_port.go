@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -98,17 +97,6 @@ func (r *portReservation) release() {
 // portSearchTimeout bounds the search for a free, unlocked port.
 var portSearchTimeout = 30 * time.Second
 
-// hostfwdRE finds the forwarded host port in the domain's QEMU arguments.
-var hostfwdRE = regexp.MustCompile(`(hostfwd=tcp:127\.0\.0\.1:)(\d+)(-:)`)
-
 // portTakenRE matches QEMU's words when it cannot bind a forwarded port:
 // "Could not set up host forwarding rule 'tcp:127.0.0.1:2222-:22'".
 var portTakenRE = regexp.MustCompile(`(?i)could not set up host forwarding rule`)
-
-// withHostPort rewrites the forwarded host port of a domain's XML.
-func withHostPort(domainXML string, port int) (string, bool) {
-	if !hostfwdRE.MatchString(domainXML) {
-		return domainXML, false
-	}
-	return hostfwdRE.ReplaceAllString(domainXML, "${1}"+strconv.Itoa(port)+"${3}"), true
-}

@@ -73,11 +73,3 @@ func TestPortReservationNextNeverOffersATakenPortAgain(t *testing.T) {
 	assert.ErrorContains(t, err, "every port from 21000 to 21001 is taken")
 	r.release()
 }
-
-func TestWithHostPort(t *testing.T) {
-	x, ok := withHostPort(`<qemu:arg value="user,id=kubenode0,hostfwd=tcp:127.0.0.1:2222-:22"/>`, 3333)
-	assert.True(t, ok)
-	assert.Equal(t, `<qemu:arg value="user,id=kubenode0,hostfwd=tcp:127.0.0.1:3333-:22"/>`, x)
-	_, ok = withHostPort(`<domain/>`, 3333)
-	assert.False(t, ok)
-}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/bootcommand"
@@ -58,18 +59,19 @@ func (s *stepStartDomain) Run(ctx context.Context, state multistep.StateBag) mul
 			return halt(state, ui, fmt.Errorf("%w; and no other port: host_port_min/host_port_max: %v", err, perr))
 		}
 		ui.Message(fmt.Sprintf("The forwarded port was taken meanwhile; retrying with 127.0.0.1:%d", port))
-		x, xerr := d.DomainXML(c.VMName)
+		// Rendered again, so that qemuargs using {{ .SSHHostPort }} follow.
+		state.Put(stateHostPort, port)
+		_, x, xerr := c.renderDomain(state)
 		if xerr != nil {
 			return halt(state, ui, xerr)
 		}
-		x, found := withHostPort(x, port)
-		if !found {
-			break
+		defined, xerr := d.DomainXML(c.VMName)
+		if xerr != nil {
+			return halt(state, ui, xerr)
 		}
-		if derr := d.DefineDomain(x); derr != nil {
+		if derr := d.DefineDomain(withUUIDOf(x, defined)); derr != nil {
 			return halt(state, ui, derr)
 		}
-		state.Put(stateHostPort, port)
 		err = d.StartDomain(c.VMName)
 	}
 	if err != nil {
@@ -220,3 +222,17 @@ func (s *stepTypeBootCommand) Run(ctx context.Context, state multistep.StateBag)
 }
 
 func (s *stepTypeBootCommand) Cleanup(multistep.StateBag) {}
+
+var uuidRE = regexp.MustCompile(`<uuid>[^<]*</uuid>`)
+
+// withUUIDOf gives a domain XML rendered again the UUID libvirt gave the
+// defined domain: libvirt refuses to redefine a domain by name with another
+// UUID, and one left out is generated anew ("domain ... already exists with
+// uuid ...", seen with libvirt 9.0).
+func withUUIDOf(rendered, defined string) string {
+	uuid := uuidRE.FindString(defined)
+	if uuid == "" || uuidRE.MatchString(rendered) {
+		return rendered
+	}
+	return strings.Replace(rendered, "</name>", "</name>"+uuid, 1)
+}

@@ -80,27 +80,31 @@ func TestStartRetriesWithAnotherPortWhenTheForwardedOneIsTaken(t *testing.T) {
 	setPackerCache(t)
 	c := preparedLinux(t)
 	c.HostPortMin, c.HostPortMax = 20000, 20100
+	c.QemuArgs = [][]string{{"-smbios", "type=11,value=kubenode:port={{ .SSHHostPort }}"}}
 	m := NewMockDriver()
 	state := testState(t, c, m)
+	state.Put(stateDiskPath, "/d.qcow2")
 	fwd := &stepForwardPort{}
 	require.Equal(t, multistep.ActionContinue, fwd.Run(context.Background(), state))
 	defer fwd.Cleanup(state)
 	first := state.Get(stateHostPort).(int)
-	spec := domainSpec{Name: c.VMName, Accelerator: "tcg", Machine: "q35", CPUs: 1, MemoryMiB: 512, Firmware: "bios",
-		Disk: diskSpec{Path: "/d.qcow2", Format: "qcow2", Bus: "virtio"}, NICModel: "virtio",
-		Net: netSpec{UserForward: &portForward{HostPort: first, GuestPort: 22}}}
-	x, err := domainXML(spec)
-	require.NoError(t, err)
-	m.XML = map[string]string{c.VMName: x}
+	def := &stepDefineDomain{}
+	require.Equal(t, multistep.ActionContinue, def.Run(context.Background(), state), "%v", state.Get("error"))
+	require.Len(t, m.Defined, 1)
+	assert.Contains(t, m.Defined[0], "kubenode:port="+itoa(first))
+	// As libvirt returns it once defined: with the UUID it gave the domain.
+	m.XML = map[string]string{c.VMName: "<domain type='qemu'><name>" + c.VMName + "</name><uuid>4b5bd55c-0000-4000-8000-000000000001</uuid></domain>"}
 	m.StartErrs = []error{errors.New("internal error: process exited while connecting to monitor: " +
 		"qemu-system-x86_64: -netdev user,id=kubenode0,hostfwd=tcp:127.0.0.1:20000-:22: Could not set up host forwarding rule 'tcp:127.0.0.1:20000-:22'")}
 
 	require.Equal(t, multistep.ActionContinue, (&stepStartDomain{}).Run(context.Background(), state))
 	second := state.Get(stateHostPort).(int)
 	assert.NotEqual(t, first, second)
-	require.Len(t, m.Defined, 1, "the domain is redefined once")
-	assert.Contains(t, m.Defined[0], "hostfwd=tcp:127.0.0.1:"+itoa(second)+"-:22")
-	assert.NotContains(t, m.Defined[0], "127.0.0.1:"+itoa(first)+"-")
+	require.Len(t, m.Defined, 2, "the domain is redefined once")
+	assert.Contains(t, m.Defined[1], "hostfwd=tcp:127.0.0.1:"+itoa(second)+"-:22")
+	assert.Contains(t, m.Defined[1], "kubenode:port="+itoa(second), "qemuargs follow the new port")
+	assert.Contains(t, m.Defined[1], "<uuid>4b5bd55c-0000-4000-8000-000000000001</uuid>", "redefined with the domain's UUID")
+	assert.NotContains(t, m.Defined[1], itoa(first))
 	assert.Equal(t, 2, countCalls(m.Calls, "StartDomain "+c.VMName))
 }
 
@@ -110,4 +114,15 @@ func TestVNCAddress(t *testing.T) {
 	assert.Equal(t, "", vncAddress(`<domain type='qemu'><name>v</name><devices><graphics type='vnc' port='-1' autoport='yes'/></devices></domain>`), "not started yet")
 	assert.Contains(t, vncHint("127.0.0.1:5901", "qemu:///system", "v"), "127.0.0.1:5901")
 	assert.Contains(t, vncHint("127.0.0.1:5901", "qemu+ssh://me@hv/system", "v"), "ssh -L 5901:127.0.0.1:5901 me@hv")
+}
+
+func TestWithUUIDOf(t *testing.T) {
+	defined := `<domain type='qemu'>
+  <name>v</name>
+  <uuid>98970e4f-040a-42ff-a8a1-4911e42e71d4</uuid>
+</domain>`
+	assert.Equal(t, `<domain type="qemu"><name>v</name><uuid>98970e4f-040a-42ff-a8a1-4911e42e71d4</uuid><vcpu>2</vcpu></domain>`,
+		withUUIDOf(`<domain type="qemu"><name>v</name><vcpu>2</vcpu></domain>`, defined))
+	assert.Equal(t, `<domain><name>v</name><uuid>x</uuid></domain>`, withUUIDOf(`<domain><name>v</name><uuid>x</uuid></domain>`, defined), "a UUID of its own is kept")
+	assert.Equal(t, `<domain><name>v</name></domain>`, withUUIDOf(`<domain><name>v</name></domain>`, `<domain/>`))
 }
