@@ -193,14 +193,20 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	// glibc's loader lists the x86-64 levels this vCPU supports: RHEL 9's
 	// glibc refuses to start below x86-64-v2, so the default TCG CPU model
 	// must reach it.
-	first := startBuild(t, plugins, base, "kn-it-build", "echo built-by-kubenode | sudo tee /etc/kubenode-built",
-		"/lib64/ld-linux-x86-64.so.2 --help | grep x86-64-v")
+	// It also fetches a file from Packer's HTTP server at the address the
+	// builder gives the guest (QEMU's user-network gateway).
+	first := startPacker(t, plugins, "debian.pkr.hcl", "kn-it-build", func(r *packerRun) []string {
+		return []string{"base_disk=" + base, "vm_name=kn-it-build", "output_directory=" + r.outDir, "check_http=true",
+			`inline=["echo built-by-kubenode | sudo tee /etc/kubenode-built", "/lib64/ld-linux-x86-64.so.2 --help | grep x86-64-v"]`}
+	})
 	require.NoError(t, first.wait(12*time.Minute), first.output.String())
 	t.Logf("first build: %s", time.Since(start).Round(time.Second))
 	out := first.output.String()
 	assert.Contains(t, out, "Connected to SSH!")
 	assert.Contains(t, out, "built-by-kubenode")
 	assert.Contains(t, out, "x86-64-v2 (supported, searched)", "the default TCG CPU model runs x86-64-v2 userspaces")
+	assert.Contains(t, out, "http-check: served-by-packer", "the guest reached Packer's HTTP server at build.PackerHTTPAddr")
+	assert.Contains(t, out, "The guest reaches the HTTP server at 10.0.2.2")
 	image := filepath.Join(first.outDir, "kn-it-build.qcow2")
 	info, err := exec.Command("qemu-img", "info", "--output=json", image).CombinedOutput()
 	require.NoError(t, err, string(info))

@@ -21,6 +21,12 @@ variable "iso_checksum" {
 variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "inline" { type = list(string) }
+# When true, a provisioner fetches a file from Packer's HTTP server at
+# build.PackerHTTPAddr, the address the builder worked out for the guest.
+variable "check_http" {
+  type    = bool
+  default = false
+}
 variable "libvirt_uri" {
   type    = string
   default = "qemu:///system"
@@ -40,6 +46,9 @@ source "kubenode-libvirt" "it" {
     flavor   = "cloud-init"
     hostname = "kubenode-it"
   }
+  http_content = {
+    "/kubenode-http-check" = "served-by-packer"
+  }
   ssh_username     = "kubenode"
   ssh_timeout      = "8m"
   shutdown_command = "sudo shutdown -P now"
@@ -49,6 +58,9 @@ build {
   sources = ["source.kubenode-libvirt.it"]
   provisioner "shell" {
     inline = var.inline
+  }
+  provisioner "shell" {
+    inline = var.check_http ? ["python3 -c \"import urllib.request; print('http-check:', urllib.request.urlopen('http://${build.PackerHTTPAddr}/kubenode-http-check').read().decode())\""] : ["true"]
   }
   # The image the second build boots is this post-processor's output.
   post-processor "kubenode-export" {
