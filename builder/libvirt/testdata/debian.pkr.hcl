@@ -46,9 +46,9 @@ source "kubenode-libvirt" "it" {
     flavor   = "cloud-init"
     hostname = "kubenode-it"
   }
-  http_content = {
-    "/kubenode-http-check" = "served-by-packer"
-  }
+  # Only when asked: a remote hypervisor's guest cannot reach this
+  # machine's HTTP server without http_bind_address, which Prepare demands.
+  http_content = var.check_http ? { "/kubenode-http-check" = "served-by-packer" } : {}
   ssh_username     = "kubenode"
   ssh_timeout      = "8m"
   shutdown_command = "sudo shutdown -P now"
