@@ -85,7 +85,8 @@ type Linux struct {
 	// SSHAuthorizedKeys are OpenSSH public key lines ("ssh-ed25519 AAAA...
 	// comment") installed for the account. Key: ssh_authorized_keys.
 	SSHAuthorizedKeys []string
-	// Packages are installed besides openssh-server, which always is.
+	// Packages are installed besides openssh-server, which the installer
+	// flavors always add; the cloud-init flavor asks for these only.
 	// Key: packages.
 	Packages []string
 	// Disk is the install target, /dev/<kernel name> such as "/dev/vda";
@@ -422,9 +423,20 @@ func (l Linux) sudoersScript() string {
 
 // packages returns openssh-server and the extra packages, without repeats.
 func (l Linux) packages() []string {
-	out := []string{linuxOpenSSHServer}
-	seen := map[string]bool{linuxOpenSSHServer: true}
-	for _, p := range l.Packages {
+	return uniqueStrings(append([]string{linuxOpenSSHServer}, l.Packages...))
+}
+
+// cloudInitPackages is what the cloud-init flavor asks for: only the
+// user's packages. Its image already answers SSH, and a seed without
+// packages keeps cloud-init's first boot from running apt-get (which would
+// hold the dpkg lock while the build connects and starts its own).
+func (l Linux) cloudInitPackages() []string { return uniqueStrings(l.Packages) }
+
+// uniqueStrings keeps the first of each string, in order.
+func uniqueStrings(in []string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, p := range in {
 		if !seen[p] {
 			seen[p] = true
 			out = append(out, p)

@@ -198,7 +198,7 @@ type cloudConfig struct {
 	ManageEtcHosts bool            `yaml:"manage_etc_hosts"`
 	Users          []cloudUser     `yaml:"users"`
 	SSHPwauth      bool            `yaml:"ssh_pwauth"`
-	Packages       []yamlStr       `yaml:"packages"`
+	Packages       []yamlStr       `yaml:"packages,omitempty"`
 	Runcmd         []yamlStr       `yaml:"runcmd,omitempty"`
 	Timezone       yamlStr         `yaml:"timezone,omitempty"`
 	Locale         yamlStr         `yaml:"locale,omitempty"`
@@ -236,7 +236,7 @@ func renderCloudInit(l Linux, hash string) ([]File, error) {
 			SSHAuthorizedKeys: yamlStrs(l.SSHAuthorizedKeys),
 		}},
 		SSHPwauth: hash != "",
-		Packages:  yamlStrs(l.packages()),
+		Packages:  yamlStrs(l.cloudInitPackages()),
 		// runcmd writes each string as one line of a shell script.
 		Runcmd:   yamlStrs(l.LateCommands),
 		Timezone: yamlStr(l.Timezone),

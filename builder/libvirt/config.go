@@ -303,7 +303,9 @@ type LinuxSeedConfig struct {
 	// SSH public keys for the account. The builder adds the key of a
 	// temporary key pair it generates when `ssh_private_key_file` is unset.
 	SSHAuthorizedKeys []string `mapstructure:"ssh_authorized_keys"`
-	// Extra packages (sshd is always installed).
+	// Extra packages. The installer flavors always add sshd; `cloud-init`
+	// asks for these only (the image already answers SSH), so with none
+	// listed its first boot runs no package manager.
 	Packages []string `mapstructure:"packages"`
 	// Target disk, e.g. `/dev/vda`. Default: the installer's choice. Not
 	// for `cloud-init`.

@@ -124,7 +124,7 @@ func linuxNodeBasics(p LinuxPlan) []byte {
 	s.line(`pkg_install() { # pkg_install APT-PACKAGE DNF-PACKAGE`)
 	s.line(`  if command -v apt-get >/dev/null; then`)
 	s.line(`    echo "changed: installing $1"`)
-	s.line(`    apt-get install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$1" >/dev/null; }`)
+	s.line(`    %[1]s install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 || { %[1]s update -qq && %[1]s install -y -qq --no-install-recommends "$1" >/dev/null; }`, aptGet(p.SettleTimeout))
 	s.line(`  elif command -v dnf >/dev/null; then`)
 	s.line(`    echo "changed: installing $2"; dnf install -y -q "$2"`)
 	s.line(`  else`)

@@ -150,6 +150,14 @@ type Config struct {
 	// Default 2h.
 	WindowsUpdateTimeout time.Duration `mapstructure:"windows_update_timeout"`
 
+	// Linux: how long the bake's first step waits for the guest to settle,
+	// for each of: cloud-init to finish its first boot (`cloud-init status
+	// --wait`; one that ends in error is reported and the bake goes on), and
+	// the dpkg lock that another apt-get holds (also the lock wait of every
+	// apt-get the bake runs). apt's daily timers are stopped for the bake's
+	// duration and started again at its end. Default 10m.
+	SettleTimeout time.Duration `mapstructure:"settle_timeout"`
+
 	// Install the joiner and its first-boot service. Default true.
 	InstallJoiner *bool `mapstructure:"install_joiner"`
 	// Labels the joiner registers the node with. Labels a kubelet may not
@@ -250,6 +258,12 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.WindowsUpdateTimeout == 0 {
 		c.WindowsUpdateTimeout = 2 * time.Hour
+	}
+	if c.SettleTimeout == 0 {
+		c.SettleTimeout = defaultSettleTimeout
+	}
+	if c.SettleTimeout < 10*time.Second {
+		add("settle_timeout: %s is too short to wait for cloud-init or another apt-get; give at least 10s (default 10m)", c.SettleTimeout)
 	}
 	if c.WindowsUpdateTimeout < time.Minute {
 		add("windows_update_timeout: %s is less than a minute; give the whole update phase at least 1m (default 2h)", c.WindowsUpdateTimeout)

@@ -44,6 +44,7 @@ type FlatConfig struct {
 	RestartTimeout       *string              `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
 	WindowsUpdate        *bool                `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
 	WindowsUpdateTimeout *string              `mapstructure:"windows_update_timeout" cty:"windows_update_timeout" hcl:"windows_update_timeout"`
+	SettleTimeout        *string              `mapstructure:"settle_timeout" cty:"settle_timeout" hcl:"settle_timeout"`
 	InstallJoiner        *bool                `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
 	NodeLabels           map[string]string    `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
 	KubeletExtraArgs     map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
@@ -98,6 +99,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"restart_timeout":            &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
 		"windows_update":             &hcldec.AttrSpec{Name: "windows_update", Type: cty.Bool, Required: false},
 		"windows_update_timeout":     &hcldec.AttrSpec{Name: "windows_update_timeout", Type: cty.String, Required: false},
+		"settle_timeout":             &hcldec.AttrSpec{Name: "settle_timeout", Type: cty.String, Required: false},
 		"install_joiner":             &hcldec.AttrSpec{Name: "install_joiner", Type: cty.Bool, Required: false},
 		"node_labels":                &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
 		"kubelet_extra_args":         &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},

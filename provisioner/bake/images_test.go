@@ -387,7 +387,7 @@ func TestImagesStepPlace(t *testing.T) {
 	p := testPlan()
 	assert.NotContains(t, names(LinuxSteps(p)), stepImages)
 	p.Images = testImages()
-	assert.Equal(t, []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "images", "joiner", "self-check", "generalize", "cleanup"}, names(LinuxSteps(p)))
+	assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "images", "joiner", "self-check", "generalize", "cleanup"}, names(LinuxSteps(p)))
 
 	w := basePlan(t)
 	steps, err := WindowsSteps(w)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
@@ -32,6 +33,9 @@ type LinuxPlan struct {
 	LockAccount string
 	// Staging is the guest directory artifacts were uploaded to.
 	Staging string
+	// SettleTimeout bounds each of the settle step's waits and the dpkg
+	// lock wait of every apt-get.
+	SettleTimeout time.Duration
 
 	// Node basics and the self-check (basics.go, selfcheck.go).
 	// CrictlVersion and CrictlTarball: crictl's release and its tarball in
@@ -80,6 +84,7 @@ const (
 // LinuxSteps renders the Linux bake, in order.
 func LinuxSteps(p LinuxPlan) []Step {
 	steps := []Step{
+		{stepSettle, linuxSettle(p)},
 		{"prerequisites", linuxPrerequisites(p)},
 		{stepNodeBasics, linuxNodeBasics(p)},
 		{"kernel", linuxKernel()},
@@ -167,7 +172,7 @@ func linuxPrerequisites(p LinuxPlan) []byte {
 	s.line("need=''")
 	s.line("if command -v apt-get >/dev/null; then")
 	s.line("  for p in %s; do dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed' || need=\"$need $p\"; done", strings.Join(pkgs, " "))
-	s.line("  if [ -n \"$need\" ]; then echo \"changed: installing$need\"; apt-get update -qq; apt-get install -y -qq --no-install-recommends $need >/dev/null; else echo 'ok: packages present'; fi")
+	s.line("  if [ -n \"$need\" ]; then echo \"changed: installing$need\"; %[1]s update -qq; %[1]s install -y -qq --no-install-recommends $need >/dev/null; else echo 'ok: packages present'; fi", aptGet(p.SettleTimeout))
 	s.line("elif command -v dnf >/dev/null; then")
 	dnf := strings.ReplaceAll(strings.Join(pkgs, " "), "conntrack", "conntrack-tools")
 	dnf = strings.ReplaceAll(dnf, "containernetworking-plugins", "containernetworking-plugins")
@@ -432,6 +437,7 @@ func linuxJoiner(p LinuxPlan) []byte {
 // script runs from there; sh has it open, so removing it is safe.
 func linuxCleanup(p LinuxPlan) []byte {
 	s := newSh("cleanup: the staging directory removed")
+	linuxRestartTimers(s, p.Staging)
 	s.line("rm -rf %s", q(p.Staging))
 	// This bake made it: removing it changes nothing in the image.
 	s.line("echo %s", q("ok: removed "+p.Staging))

@@ -40,7 +40,7 @@ func TestLinuxScriptsParse(t *testing.T) {
 			out, err := exec.Command("sh", "-n", path).CombinedOutput()
 			assert.NoError(t, err, "%s (%s): %s", s.Name, source, out)
 		}
-		assert.Equal(t, []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "joiner", "self-check", "generalize", "cleanup"}, names)
+		assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "joiner", "self-check", "generalize", "cleanup"}, names)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.sh")
 	require.NoError(t, os.WriteFile(bad, []byte("if true; then\n"), 0o644))

@@ -226,6 +226,7 @@ func (c *Config) linuxPlan() (LinuxPlan, []Artifact, error) {
 		Proxy:             Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
 		Generalize:        *c.Generalize,
 		Staging:           linuxStaging,
+		SettleTimeout:     c.SettleTimeout,
 	}
 	if plan.PauseImage == "" {
 		plan.PauseImage = k8s.PauseImage

@@ -14,7 +14,7 @@ export 'no_proxy=10.0.0.0/8,'\''quoted'\'''
 pkg_install() { # pkg_install APT-PACKAGE DNF-PACKAGE
   if command -v apt-get >/dev/null; then
     echo "changed: installing $1"
-    apt-get install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$1" >/dev/null; }
+    apt-get -o DPkg::Lock::Timeout=0 install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=0 update -qq && apt-get -o DPkg::Lock::Timeout=0 install -y -qq --no-install-recommends "$1" >/dev/null; }
   elif command -v dnf >/dev/null; then
     echo "changed: installing $2"; dnf install -y -q "$2"
   else
