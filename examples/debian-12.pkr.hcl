@@ -30,6 +30,9 @@ source "kubenode-libvirt" "debian-12" {
   linux {
     flavor   = "cloud-init"
     hostname = "kubenode-debian"
+    # The base disk has C.UTF-8 only; cloud-init's Debian default,
+    # en_US.UTF-8, would end its first boot in error.
+    locale = "C.UTF-8"
   }
 
   communicator     = "ssh"

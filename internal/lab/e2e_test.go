@@ -196,6 +196,17 @@ func TestEndToEnd(t *testing.T) {
 		assert.Greater(t, size, int64(5<<30), "the root file system grew to the disk's size on first boot")
 	})
 
+	// What a Cluster API provider or a user's monitoring reads first.
+	t.Run("cloud-init ended cleanly on every clone", func(t *testing.T) {
+		for _, node := range l.Nodes {
+			status, err := node.CloudInit(ctx, 2*time.Minute)
+			assert.NoError(t, err, "node %s", node.Name)
+			assert.Contains(t, status, "status: done", "node %s: %s", node.Name, status)
+			assert.NotRegexp(t, `(?m)^\s*(errors|recoverable_errors):\s*\S*[^\[\]\s]`, status, "node %s", node.Name)
+			t.Logf("node %s: cloud-init status --long:\n%s", node.Name, status)
+		}
+	})
+
 	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
 		for _, node := range l.Nodes {
 			assertJoinerRanOnce(t, ctx, node)

@@ -51,6 +51,18 @@ func (n *Node) Guest(ctx context.Context, command string) (string, error) {
 	return n.ssh.run(ctx, "sudo sh -c "+shellQuote(command))
 }
 
+// CloudInit waits, at most timeout, for cloud-init on the node to finish
+// its boot and returns `cloud-init status --long`; an error when it ended
+// in error or had not finished.
+func (n *Node) CloudInit(ctx context.Context, timeout time.Duration) (string, error) {
+	secs := int(timeout.Round(time.Second) / time.Second)
+	out, err := n.Guest(ctx, fmt.Sprintf("rc=0; timeout %d cloud-init status --wait >/dev/null 2>&1 || rc=$?; cloud-init status --long; exit $rc", secs))
+	if err != nil {
+		return out, fmt.Errorf("node %s: cloud-init did not finish cleanly within %s: %w", n.Name, timeout, err)
+	}
+	return out, nil
+}
+
 // WaitSSH waits until the node answers over SSH (after a reboot, say).
 func (n *Node) WaitSSH(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -115,6 +127,9 @@ func (l *Lab) boot(ctx context.Context) error {
 			// A new instance: cloud-init runs its per-instance modules
 			// again on the generalized image.
 			InstanceID: "iid-" + n.Name,
+			// The image has C.UTF-8 only: cloud-init's Debian default,
+			// en_US.UTF-8, would end the clone's first boot in error.
+			Locale: "C.UTF-8",
 		})
 		if err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)

@@ -47,6 +47,15 @@ func (l *Lab) runJobs(ctx context.Context) error {
 		return err
 	}
 	readyAt := time.Now()
+	// The Jobs' output is read over SSH: first let each clone finish its
+	// first boot (cloud-init), and say how it ended.
+	for _, n := range l.Nodes {
+		if status, err := n.CloudInit(ctx, 5*time.Minute); err != nil {
+			l.say("warning: %v; cloud-init status --long says:\n%s", err, status)
+		} else {
+			l.say("node %s: cloud-init: %s", n.Name, strings.SplitN(strings.TrimSpace(status), "\n", 2)[0])
+		}
+	}
 	names := make([]string, len(l.Nodes))
 	for i, n := range l.Nodes {
 		job := ProbeJob(n.Name, l.WorkloadImage)

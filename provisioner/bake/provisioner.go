@@ -104,6 +104,31 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if _, err := r.run(ctx, "staging", r.sudo+"install -d -m 0700 -o "+q(uid)+" "+q(linuxStaging)); err != nil {
 		return err
 	}
+	changed := 0
+	images := []baked.Image{}
+	steps := LinuxSteps(plan)
+	runStep := func(i int) error {
+		s := steps[i]
+		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		script := path.Join(linuxStaging, fmt.Sprintf("%02d-%s.sh", i+1, s.Name))
+		if err := r.comm.Upload(script, strings.NewReader(string(s.Script)), nil); err != nil {
+			return fmt.Errorf("step %s: uploading its script: %w", s.Name, err)
+		}
+		out, err := r.run(ctx, s.Name, r.sudo+"sh "+q(script))
+		if err != nil {
+			return selfCheckFailure(s.Name, out, err)
+		}
+		if s.Name == stepImages {
+			images = parseImageListing(out)
+		}
+		changed += strings.Count(out, "changed: ")
+		return nil
+	}
+	// The guest settles (cloud-init, the dpkg lock) while nothing of the
+	// bake's is on it yet.
+	if err := runStep(0); err != nil {
+		return err
+	}
 	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts", len(arts)))
 	var sums strings.Builder
 	for _, a := range arts {
@@ -119,23 +144,10 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if _, err := r.run(ctx, "verify-artifacts", check); err != nil {
 		return fmt.Errorf("the artifacts on the guest do not match their checksums: %w", err)
 	}
-
-	changed := 0
-	images := []baked.Image{}
-	for i, s := range LinuxSteps(plan) {
-		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
-		script := path.Join(linuxStaging, fmt.Sprintf("%02d-%s.sh", i+1, s.Name))
-		if err := r.comm.Upload(script, strings.NewReader(string(s.Script)), nil); err != nil {
-			return fmt.Errorf("step %s: uploading its script: %w", s.Name, err)
+	for i := 1; i < len(steps); i++ {
+		if err := runStep(i); err != nil {
+			return err
 		}
-		out, err := r.run(ctx, s.Name, r.sudo+"sh "+q(script))
-		if err != nil {
-			return selfCheckFailure(s.Name, out, err)
-		}
-		if s.Name == stepImages {
-			images = parseImageListing(out)
-		}
-		changed += strings.Count(out, "changed: ")
 	}
 	facts, err := p.linuxFacts(ctx, r, plan, arts)
 	if err != nil {

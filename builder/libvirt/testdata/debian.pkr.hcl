@@ -45,10 +45,13 @@ source "kubenode-libvirt" "it" {
   linux {
     flavor   = "cloud-init"
     hostname = "kubenode-it"
+    # The base disk has C.UTF-8 only; cloud-init's Debian default,
+    # en_US.UTF-8, would end its first boot in error.
+    locale = "C.UTF-8"
   }
   # Only when asked: a remote hypervisor's guest cannot reach this
   # machine's HTTP server without http_bind_address, which Prepare demands.
-  http_content = var.check_http ? { "/kubenode-http-check" = "served-by-packer" } : {}
+  http_content     = var.check_http ? { "/kubenode-http-check" = "served-by-packer" } : {}
   ssh_username     = "kubenode"
   ssh_timeout      = "8m"
   shutdown_command = "sudo shutdown -P now"

@@ -58,6 +58,16 @@ source "kubenode-libvirt" "bake" {
   linux {
     flavor   = "cloud-init"
     hostname = "kubenode-bake"
+    # The base disk has C.UTF-8 only; cloud-init's Debian default,
+    # en_US.UTF-8, would end its first boot in error.
+    locale = "C.UTF-8"
+    # The first-boot race: something else holds the dpkg lock when the bake
+    # starts (apt's daily timer, a slow cloud-init package install). Here a
+    # process that cloud-init starts and does not wait for holds it 90 s;
+    # the bake must wait for it, then install.
+    late_commands = [
+      "systemd-run --unit=kubenode-test-dpkg-lock python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\"); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(90)'",
+    ]
   }
   ssh_username     = "kubenode"
   ssh_timeout      = "10m"
@@ -140,7 +150,7 @@ build {
   }
 
   provisioner "shell" {
-    pause_before    = "20s"
+    pause_before     = "20s"
     script           = "${path.root}/check-linux.sh"
     environment_vars = ["EXPECT_IMAGES=${join(" ", var.expect_images)}"]
     execute_command  = "sudo env {{ .Vars }} sh '{{ .Path }}'"
