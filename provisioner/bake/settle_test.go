@@ -13,10 +13,11 @@ import (
 )
 
 // settleGuest runs the settle step against fake cloud-init, systemctl and
-// apt-get: cloudInit is the body of the fake `cloud-init status --wait`,
+// apt-get: status is what a plain `cloud-init status` says, cloudInit the
+// body of the fake `cloud-init status --wait`,
 // aptCheck of `apt-get ... check`. It returns the output, the error, the
 // calls the fakes logged and the plan (whose Staging holds the record).
-func settleGuest(t *testing.T, timeout time.Duration, cloudInit, aptCheck string) (string, error, string, LinuxPlan) {
+func settleGuest(t *testing.T, timeout time.Duration, status, cloudInit, aptCheck string) (string, error, string, LinuxPlan) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -26,7 +27,7 @@ func settleGuest(t *testing.T, timeout time.Duration, cloudInit, aptCheck string
 		script := "#!/bin/sh\necho \"" + name + " $*\" >> " + q(log) + "\n" + body + "\n"
 		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755))
 	}
-	fake("cloud-init", `case "$*" in "status --wait") `+cloudInit+`;; "status --long") echo "status: error"; echo "errors: locale failed";; *) echo "status: done";; esac`)
+	fake("cloud-init", `case "$*" in "status --wait") `+cloudInit+`;; "status --long") echo "status: error"; echo "errors: locale failed";; *) echo "status: `+status+`";; esac`)
 	fake("systemctl", `if [ "$1" = is-active ]; then [ "$3" = apt-daily.timer ]; fi`)
 	fake("apt-get", `case "$*" in *check*) `+aptCheck+`;; esac`)
 	p := testPlan()
@@ -43,9 +44,9 @@ func settleGuest(t *testing.T, timeout time.Duration, cloudInit, aptCheck string
 // The bake waits for cloud-init and the dpkg lock, says for how long, and
 // holds apt's timers until cleanup starts them again.
 func TestLinuxSettleWaits(t *testing.T) {
-	out, err, calls, p := settleGuest(t, 5*time.Second, "sleep 1", "sleep 1")
+	out, err, calls, p := settleGuest(t, 5*time.Second, "running", "sleep 1", "sleep 1")
 	require.NoError(t, err, out)
-	assert.Regexp(t, `ok: waited [12]s for cloud-init \(status: done \)`, out)
+	assert.Regexp(t, `ok: waited [12]s for cloud-init \(status: running\)`, out)
 	assert.Contains(t, out, "ok: stopped apt-daily.timer until the bake ends")
 	assert.Regexp(t, `ok: waited [12]s for the dpkg lock`, out)
 	assert.Contains(t, calls, "apt-get -o DPkg::Lock::Timeout=5 check -qq")
@@ -67,20 +68,32 @@ func TestLinuxSettleWaits(t *testing.T) {
 // bake goes on; one still running at the timeout fails the step; so does a
 // dpkg lock that stays taken.
 func TestLinuxSettleFailures(t *testing.T) {
-	out, err, _, _ := settleGuest(t, 5*time.Second, "exit 1", "true")
+	out, err, _, _ := settleGuest(t, 5*time.Second, "running", "exit 1", "true")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "warning: cloud-init finished with errors")
 	assert.Contains(t, out, "  errors: locale failed")
 
-	out, err, _, _ = settleGuest(t, time.Second, "sleep 20", "true")
+	out, err, _, _ = settleGuest(t, time.Second, "running", "sleep 20", "true")
 	require.Error(t, err)
 	assert.Contains(t, out, "cloud-init had not finished after 1s (settle_timeout)")
 	assert.Contains(t, out, "status: error")
 
-	out, err, _, _ = settleGuest(t, time.Second, "true", "echo 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 667 (apt-get)' >&2; exit 100")
+	out, err, _, _ = settleGuest(t, time.Second, "done", "true", "echo 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 667 (apt-get)' >&2; exit 100")
 	require.Error(t, err)
 	assert.Contains(t, out, "the dpkg lock was not free after")
 	assert.Contains(t, out, "held by process 667")
+}
+
+// A cloud-init that does not run in this boot (its state cleaned by an
+// earlier bake's generalize, or disabled) is not waited for: --wait would
+// wait for ever.
+func TestLinuxSettleCloudInitNotRunning(t *testing.T) {
+	for _, status := range []string{"not run", "disabled"} {
+		out, err, calls, _ := settleGuest(t, 5*time.Second, status, "sleep 20", "true")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "ok: cloud-init does not run in this boot (status: "+status+")")
+		assert.NotContains(t, calls, "status --wait")
+	}
 }
 
 // Every apt-get the bake runs waits for the dpkg lock, and settle is the
