@@ -22,6 +22,9 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // Config is the configuration of the kubenode-bake provisioner.
@@ -189,21 +192,6 @@ type Config struct {
 	ctx interpolate.Context
 }
 
-// Artifact names (keys of `artifacts` and `artifact_checksums`).
-const (
-	ArtifactKubelet       = "kubelet"
-	ArtifactKubeadm       = "kubeadm"
-	ArtifactKubectl       = "kubectl"
-	ArtifactKubeLogRunner = "kube-log-runner"
-	ArtifactContainerd    = "containerd"
-	ArtifactRunc          = "runc"
-	ArtifactCNIPlugins    = "cni-plugins"
-	ArtifactJoiner        = "joiner"
-	ArtifactCrictl        = "crictl"
-)
-
-var artifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl}
-
 // Prepare decodes and validates the configuration; every problem is
 // reported, each naming its key.
 func (c *Config) Prepare(raws ...interface{}) error {
@@ -262,10 +250,10 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.GuestOS == "windows" {
 		if c.CNI == "bridge" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsCNIBridge))
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoCNIBridge))
 		}
 		if c.ContainerdSource == "package" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsContainerdPackage))
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoContainerdPackage))
 		}
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
@@ -278,8 +266,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		}
 	}
 	for _, name := range sortedKeys(c.Artifacts) {
-		if !slices.Contains(artifactNames, name) {
-			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
 			continue
 		}
 		if _, err := os.Stat(c.Artifacts[name]); err != nil {
@@ -288,8 +276,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	for _, name := range sortedKeys(c.ArtifactChecksums) {
 		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
-		if !slices.Contains(artifactNames, name) {
-			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
 		} else if !isSHA256(sum) {
 			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
 		}
