@@ -19,13 +19,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 )
