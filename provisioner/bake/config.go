@@ -4,7 +4,13 @@
 // Package bake is the kubenode-bake provisioner: it installs containerd,
 // the kubelet, kubeadm and kubectl, CNI plugins and the joiner (with its
 // first-boot service) into the machine a builder made, over whatever
-// communicator Packer hands it (SSH or WinRM).
+// communicator Packer hands it (SSH or WinRM). This package is the Packer
+// part of the flow: the HCL configuration and its checks, the description
+// of the node built from it (provisioner/bake/node, with the version
+// table's releases and the artifacts checked on this machine), the choice
+// of the guest's OS package (provisioner/bake/linux or
+// provisioner/bake/windows), which runs the steps, and the record of what
+// was baked for kubenode-export (internal/baked).
 package bake
 
 import (

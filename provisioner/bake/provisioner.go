@@ -88,7 +88,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 
 // provisionWindows bakes a Windows guest: its release from the build number
 // it reports, the artifacts resolved (and checked) on this machine, then
-// RunWindows, and what was baked recorded for kubenode-export.
+// windows.Bake, and what was baked recorded for kubenode-export.
 func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator) error {
 	c := &p.config
 	r := &remote.Remote{Comm: comm, UI: ui}

@@ -12,7 +12,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
-// The Windows bake's PowerShell, rendered from a WindowsPlan. Every script
+// The Windows bake's PowerShell, rendered from a Plan. Every script
 // checks before it acts and prints one line per thing it did ("changed:
 // ...") or found done ("ok: ..."), which the Packer UI shows; running a
 // script twice changes nothing the second time. Values go into the scripts
