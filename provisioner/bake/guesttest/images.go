@@ -16,3 +16,12 @@ func Images() node.Images {
 		Pull: []string{"registry.k8s.io/kube-proxy:v1.33.13"},
 	}
 }
+
+// StepNames are the steps' names, in order.
+func StepNames(steps []node.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Name)
+	}
+	return out
+}

@@ -126,17 +126,10 @@ func TestLinuxImagesStep(t *testing.T) {
 // (kubeadm is installed, containerd running), before the self-check, on
 // both OSes.
 func TestImagesStepPlace(t *testing.T) {
-	names := func(steps []node.Step) []string {
-		var out []string
-		for _, s := range steps {
-			out = append(out, s.Name)
-		}
-		return out
-	}
 	p := testPlan()
-	assert.NotContains(t, names(Steps(p)), node.StepImages)
+	assert.NotContains(t, guesttest.StepNames(Steps(p)), node.StepImages)
 	p.Images = guesttest.Images()
-	assert.Equal(t, []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "images", "joiner", "self-check", "generalize", "cleanup"}, names(Steps(p)))
+	assert.Equal(t, []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "images", "joiner", "self-check", "generalize", "cleanup"}, guesttest.StepNames(Steps(p)))
 }
 
 // renderedImages are the images step's golden.

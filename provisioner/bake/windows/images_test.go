@@ -13,22 +13,15 @@ import (
 )
 
 func TestImagesStepPlace(t *testing.T) {
-	names := func(steps []node.Step) []string {
-		var out []string
-		for _, s := range steps {
-			out = append(out, s.Name)
-		}
-		return out
-	}
 	w := basePlan(t)
 	steps, err := Steps(w)
 	require.NoError(t, err)
-	assert.NotContains(t, names(steps), node.StepImages)
+	assert.NotContains(t, guesttest.StepNames(steps), node.StepImages)
 	w.Images = guesttest.Images()
 	w.Images.Kubeadm = false
 	steps, err = Steps(w)
 	require.NoError(t, err)
-	got := names(steps)
+	got := guesttest.StepNames(steps)
 	i := strings.Index(strings.Join(got, " "), "kubelet crictl images ")
 	assert.GreaterOrEqual(t, i, 0, "images right after kubelet and crictl: %v", got)
 }
