@@ -1,14 +1,18 @@
 package main
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,20 +21,56 @@ const ownModule = "github.com/kubenode/packer-plugin-kubenode/"
 // TestDependenciesPointOneWay: commands and orchestrators use components,
 // components use libraries, and nothing imports a command. The joiner's
 // config schema and unit names, which the library, the bake, the lab and the
-// joiner all share, live in internal/joinerapi for that reason.
+// joiner all share, live in internal/joinerapi for that reason. internal/
+// holds leaf libraries only: none imports a component or a command. Inside
+// the bake, the flow goes one way too: the description of the node
+// (provisioner/bake/node) knows neither operating system's package nor the
+// Packer part, and the Linux and Windows packages do not import each other.
 func TestDependenciesPointOneWay(t *testing.T) {
+	for _, problem := range layoutProblems(packageImports(t)) {
+		t.Error(problem)
+	}
+}
+
+// The bake's packages the layout rules name.
+const (
+	bakeDir        = "provisioner/bake"
+	bakeNode       = bakeDir + "/node"
+	bakeLinux      = bakeDir + "/linux"
+	bakeWindows    = bakeDir + "/windows"
+	bakeGuestTest  = bakeDir + "/guesttest"
+	bakeRemote     = bakeDir + "/remote"
+	internalPrefix = "internal/"
+)
+
+// layoutProblems names every import (dir -> import paths) that breaks a
+// layout rule.
+func layoutProblems(imports map[string][]string) []string {
 	components := []string{"builder/", "provisioner/", "post-processor/"}
-	libraries := []string{"autounattend/", "internal/joinerapi/", "internal/powershell/", "internal/baked/", "internal/filehash/", "internal/ctxio/", "internal/udf/", "internal/winmedia/", "internal/labimages/"}
-	imports := packageImports(t)
-	require.NotEmpty(t, imports)
-	for dir, deps := range imports {
-		for _, dep := range deps {
+	libraries := []string{"autounattend/", internalPrefix}
+	// Packages the OS packages and the description may not import, by
+	// importer: the other OS, and for the description (and the glue both
+	// OSes share, and their test doubles) either OS and the Packer part.
+	forbidden := map[string][]string{
+		bakeLinux:     {bakeWindows},
+		bakeWindows:   {bakeLinux},
+		bakeNode:      {bakeLinux, bakeWindows, bakeDir},
+		bakeRemote:    {bakeLinux, bakeWindows, bakeDir, bakeNode},
+		bakeGuestTest: {bakeLinux, bakeWindows, bakeDir},
+	}
+	var problems []string
+	if len(imports) == 0 {
+		return []string{"no package found"}
+	}
+	for _, dir := range slices.Sorted(maps.Keys(imports)) {
+		for _, dep := range imports[dir] {
 			if !strings.HasPrefix(dep, ownModule) {
 				continue
 			}
-			to := strings.TrimPrefix(dep, ownModule) + "/"
+			pkg := strings.TrimPrefix(dep, ownModule)
+			to := pkg + "/"
 			if strings.HasPrefix(to, "cmd/") && !strings.HasPrefix(dir+"/", firstTwo(to)) {
-				t.Errorf("%s imports the command package %s: move what they share into a package of its own", dir, dep)
+				problems = append(problems, fmt.Sprintf("%s imports the command package %s: move what they share into a package of its own", dir, dep))
 			}
 			for _, lib := range libraries {
 				if !strings.HasPrefix(dir+"/", lib) {
@@ -38,12 +78,34 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				}
 				for _, c := range components {
 					if strings.HasPrefix(to, c) {
-						t.Errorf("the library %s imports the Packer component %s", dir, dep)
+						problems = append(problems, fmt.Sprintf("the library %s imports the Packer component %s", dir, dep))
 					}
 				}
 			}
+			if slices.Contains(forbidden[dir], pkg) {
+				problems = append(problems, fmt.Sprintf("%s imports %s: the bake's flow is configuration -> description (node) -> one OS's steps, and the OS packages do not know each other", dir, dep))
+			}
 		}
 	}
+	return problems
+}
+
+// Each rule can fail: a bad import of each kind is reported.
+func TestLayoutRulesCanFail(t *testing.T) {
+	for name, bad := range map[string][2]string{
+		"internal imports a component":            {"internal/baked", "provisioner/bake"},
+		"internal imports a command":              {"internal/versions", "cmd/lab/lab"},
+		"another package imports a command":       {"provisioner/bake", "cmd/lab/lab"},
+		"linux imports windows":                   {bakeLinux, bakeWindows},
+		"windows imports linux":                   {bakeWindows, bakeLinux},
+		"the description imports linux":           {bakeNode, bakeLinux},
+		"the description imports windows":         {bakeNode, bakeWindows},
+		"the description imports the Packer part": {bakeNode, bakeDir},
+	} {
+		problems := layoutProblems(map[string][]string{bad[0]: {ownModule + bad[1]}})
+		assert.NotEmpty(t, problems, name)
+	}
+	assert.Empty(t, layoutProblems(map[string][]string{bakeDir: {ownModule + bakeLinux, ownModule + bakeWindows, ownModule + bakeNode}, bakeLinux: {ownModule + bakeNode, ownModule + bakeRemote}}), "the bake chooses an OS package")
 }
 
 // firstTwo is "cmd/<name>/" of a path under cmd/: a command may import its

@@ -8,7 +8,7 @@
 // Ctrl-C. Ctrl-C at any point tears down what was started.
 //
 // The inputs default to what `make setup joiner build` and the project's
-// scripts provide; see internal/lab for the chain itself.
+// scripts provide; see cmd/lab/lab for the chain itself.
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/lab"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/lab/lab"
 )
 
 func main() {

@@ -20,31 +20,16 @@ import (
 	"golang.org/x/net/http/httpproxy"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
-
-// Artifact is one file to put on the guest.
-type Artifact struct {
-	// Name is the artifact's key (kubelet, containerd, ...).
-	Name string
-	// FileName is its name in the guest's staging directory.
-	FileName string
-	// URL and ChecksumURL are the official download and its published
-	// sha256 file, used when no local file is given.
-	URL, ChecksumURL string
-
-	// Local is the file on this machine, set by resolve.
-	Local string
-	// SHA256 is its checksum (hex), verified again on the guest.
-	SHA256 string
-}
 
 // resolve finds each artifact locally (`artifacts`, then `artifacts_dir`)
 // or downloads it, and checks its sha256 against `artifact_checksums` and
 // the published checksum. Every missing or mismatching artifact is
 // reported, by name, before anything runs on the guest.
-func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []Artifact) ([]Artifact, error) {
+func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.Artifact) ([]versions.Artifact, error) {
 	var errs *packersdk.MultiError
-	out := make([]Artifact, 0, len(arts))
+	out := make([]versions.Artifact, 0, len(arts))
 	for _, a := range arts {
 		local, err := c.localArtifact(a)
 		if err == nil && local == "" {
@@ -75,7 +60,7 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []Artifact) 
 	return out, nil
 }
 
-func (c *Config) localArtifact(a Artifact) (string, error) {
+func (c *Config) localArtifact(a versions.Artifact) (string, error) {
 	if p, ok := c.Artifacts[a.Name]; ok {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("artifact %s: artifacts.%s: %w", a.Name, a.Name, err)
@@ -182,7 +167,7 @@ func (b *idleBody) Close() error {
 
 // download fetches a.URL into the cache, keyed by its published checksum,
 // through the configured proxy.
-func (c *Config) download(ctx context.Context, ui packersdk.Ui, a Artifact) (string, error) {
+func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, error) {
 	client := downloadClient(c.proxyFunc())
 	want, err := publishedSHA256(ctx, client, a.ChecksumURL, a.FileName)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // stallingServer answers /kubelet.sha256 with a checksum and /kubelet with
@@ -37,7 +39,7 @@ func stallingServer(t *testing.T) *httptest.Server {
 
 // resolveWithin resolves arts and fails the test when that takes longer
 // than limit (a download that hangs).
-func resolveWithin(t *testing.T, limit time.Duration, arts []Artifact) error {
+func resolveWithin(t *testing.T, limit time.Duration, arts []versions.Artifact) error {
 	t.Helper()
 	c := Config{DownloadCacheDir: t.TempDir()}
 	done := make(chan error, 1)
@@ -65,7 +67,7 @@ func shrinkDownloadTimeouts(t *testing.T) {
 func TestDownloadGivesUpOnAServerThatNeverAnswers(t *testing.T) {
 	shrinkDownloadTimeouts(t)
 	srv := stallingServer(t)
-	err := resolveWithin(t, 5*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/never.sha256"}})
+	err := resolveWithin(t, 5*time.Second, []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/never.sha256"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "artifact kubelet: reading the published checksum: GET "+srv.URL+"/never.sha256")
 	assert.Contains(t, err.Error(), "timeout awaiting response headers")
@@ -76,7 +78,7 @@ func TestDownloadGivesUpOnAServerThatNeverAnswers(t *testing.T) {
 func TestDownloadGivesUpOnABodyThatStops(t *testing.T) {
 	shrinkDownloadTimeouts(t)
 	srv := stallingServer(t)
-	err := resolveWithin(t, 5*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"}})
+	err := resolveWithin(t, 5*time.Second, []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "artifact kubelet: downloading "+srv.URL+"/kubelet")
 	assert.Contains(t, err.Error(), "no data for 300ms")
@@ -93,6 +95,6 @@ func TestDownloadGivesUpOnABodyThatStops(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	err = resolveWithin(t, 10*time.Second, []Artifact{{Name: "kubelet", FileName: "kubelet", URL: slow.URL + "/kubelet", ChecksumURL: slow.URL + "/kubelet.sha256"}})
+	err = resolveWithin(t, 10*time.Second, []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: slow.URL + "/kubelet", ChecksumURL: slow.URL + "/kubelet.sha256"}})
 	require.NoError(t, err)
 }

@@ -1,26 +1,9 @@
 package bake
 
 import (
-	"fmt"
-	"path"
-	"slices"
-
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
-)
-
-// Node basics: what a node needs beside containerd and the kubelet, which a
-// base image may lack. Time sync (Linux: chrony, ntpd or systemd-timesyncd
-// enabled, systemd-timesyncd / chrony installed when none is; Windows: the
-// Windows Time service started at boot), the root file system growing to
-// the disk of every VM made from the image (growpart for cloud-init, or a
-// oneshot unit where there is no cloud-init), and crictl.
-
-// Step names of the basics and the self-check, on both OSes.
-const (
-	stepNodeBasics = "node-basics"
-	stepTimeSync   = "time-sync"
-	stepCrictl     = "crictl"
-	stepSelfCheck  = "self-check"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // prepareBasics sets the basics' defaults and reports their problems.
@@ -29,7 +12,7 @@ func (c *Config) prepareBasics() []error {
 	if c.CrictlVersion == "" {
 		return nil
 	}
-	if _, err := LookupCrictl(c.CrictlVersion, KubernetesRelease{}); err != nil {
+	if _, err := versions.LookupCrictl(c.CrictlVersion, versions.KubernetesRelease{}); err != nil {
 		return []error{err}
 	}
 	return nil
@@ -37,11 +20,11 @@ func (c *Config) prepareBasics() []error {
 
 // crictl is the crictl release to install, ok false when install_crictl is
 // false.
-func (c *Config) crictl(k8s KubernetesRelease) (CrictlRelease, bool, error) {
+func (c *Config) crictl(k8s versions.KubernetesRelease) (versions.CrictlRelease, bool, error) {
 	if c.InstallCrictl != nil && !*c.InstallCrictl {
-		return CrictlRelease{}, false, nil
+		return versions.CrictlRelease{}, false, nil
 	}
-	r, err := LookupCrictl(c.CrictlVersion, k8s)
+	r, err := versions.LookupCrictl(c.CrictlVersion, k8s)
 	return r, err == nil, err
 }
 
@@ -55,9 +38,9 @@ func crictlSummary(version string) string {
 
 // linuxBasics fills the basics of the Linux plan (crictl, the versions the
 // self-check compares) and adds crictl's artifact.
-func (c *Config) linuxBasics(plan *LinuxPlan, k8s KubernetesRelease, arts []Artifact) ([]Artifact, error) {
+func (c *Config) linuxBasics(plan *linux.Plan, k8s versions.KubernetesRelease, arts []versions.Artifact) ([]versions.Artifact, error) {
 	if c.ContainerdSource == "tarball" {
-		ctr, err := LookupContainerd(c.ContainerdVersion)
+		ctr, err := versions.LookupContainerd(c.ContainerdVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -72,249 +55,13 @@ func (c *Config) linuxBasics(plan *LinuxPlan, k8s KubernetesRelease, arts []Arti
 	return append(arts, a), nil
 }
 
-// selfCheck is what the Linux self-check expects of the guest.
-func (p LinuxPlan) selfCheck() SelfCheck {
-	return SelfCheck{
-		KubernetesVersion: p.KubernetesVersion,
-		ContainerdVersion: p.ContainerdVersion,
-		CrictlVersion:     p.CrictlVersion,
-		Joiner:            len(p.JoinerConfig) > 0,
-		BridgeCNI:         p.CNI == "bridge",
-		Images:            append(slices.Clone(p.CheckImages), p.Images.refs()...),
-	}
-}
-
-// Time sync units, in the order the bake prefers an installed one: Debian's
-// chrony.service (chronyd.service is its alias there, Fedora's unit), the
-// ntpsec and ntp daemons, systemd-timesyncd.
-const linuxTimeSyncUnits = "chrony.service chronyd.service ntpsec.service ntp.service ntpd.service systemd-timesyncd.service"
-
-// Where the root-growing unit goes on a guest without cloud-init.
-const (
-	linuxGrowrootUnit   = "kubenode-growroot.service"
-	linuxGrowrootScript = "/usr/local/sbin/kubenode-growroot"
-)
-
-// shCloudInitGrowsRoot defines cloudinit_grows_root, which prints why
-// cloud-init would not grow the root (and fails) or nothing: its growpart
-// module must be listed in cloud.cfg (Debian's lists growpart and resizefs
-// in cloud_init_modules), and neither `growpart: mode: off` nor
-// `resize_rootfs: false` set in cloud.cfg or cloud.cfg.d.
-const shCloudInitGrowsRoot = `cloudinit_grows_root() { # prints why cloud-init would not grow the root, and fails
-  cfg=$(cat /etc/cloud/cloud.cfg /etc/cloud/cloud.cfg.d/*.cfg 2>/dev/null)
-  if ! printf '%s\n' "$cfg" | grep -Eq '^[[:space:]]*-[[:space:]]*\[?[[:space:]]*(cc_)?growpart([[:space:],]|\]|$)'; then
-    echo "cloud-init's cloud.cfg lists no growpart module"; return 1
-  fi
-  if printf '%s\n' "$cfg" | awk '/^growpart:/ { g = 1; if ($0 ~ /mode:[[:space:]]*["'"'"']?(off|false)/) f = 1; next } /^[^[:space:]#]/ { g = 0 } g && /^[[:space:]]+mode:[[:space:]]*["'"'"']?(off|false)/ { f = 1 } END { exit !f }'; then
-    echo "cloud-init's growpart is turned off (growpart: mode: off in /etc/cloud)"; return 1
-  fi
-  if printf '%s\n' "$cfg" | grep -Eq '^resize_rootfs:[[:space:]]*["'"'"']?(false|False|no|off)'; then
-    echo "cloud-init's resize_rootfs is false in /etc/cloud"; return 1
-  fi
-  return 0
-}`
-
-// linuxNodeBasics installs and enables time sync and makes the root grow
-// to the disk of every VM made from the image.
-func linuxNodeBasics(p LinuxPlan) []byte {
-	s := newSh("node basics: time sync, the root file system growing to the disk")
-	for _, kv := range p.Proxy.env() {
-		s.line("export %s", q(kv))
-	}
-	s.line(`pkg_install() { # pkg_install APT-PACKAGE DNF-PACKAGE`)
-	s.line(`  if command -v apt-get >/dev/null; then`)
-	s.line(`    echo "changed: installing $1"`)
-	s.line(`    %[1]s install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 || { %[1]s update -qq && %[1]s install -y -qq --no-install-recommends "$1" >/dev/null; }`, aptGet(p.SettleTimeout))
-	s.line(`  elif command -v dnf >/dev/null; then`)
-	s.line(`    echo "changed: installing $2"; dnf install -y -q "$2"`)
-	s.line(`  else`)
-	s.line(`    echo "no apt-get or dnf on this guest: install $1 yourself" >&2; exit 1`)
-	s.line(`  fi`)
-	s.line(`}`)
-	s.line("# Time sync: the installed daemon, else systemd-timesyncd (apt) or chrony (dnf).")
-	s.line("unit=''")
-	s.line("for u in %s; do", linuxTimeSyncUnits)
-	s.line(`  if [ -z "$unit" ] && systemctl cat "$u" >/dev/null 2>&1; then unit=$u; fi`)
-	s.line("done")
-	s.line(`if [ -z "$unit" ]; then`)
-	s.line("  pkg_install systemd-timesyncd chrony")
-	s.line("  if command -v apt-get >/dev/null; then unit=systemd-timesyncd.service; else unit=chronyd.service; fi")
-	s.line("fi")
-	s.line(`if systemctl is-enabled -q "$unit"; then echo "ok: time sync: $unit enabled"; else systemctl enable -q "$unit"; echo "changed: time sync: $unit enabled"; fi`)
-	s.line(`systemctl is-active -q "$unit" || systemctl start "$unit" || echo "note: $unit did not start now; it starts at boot"`)
-	s.line("# The root grows to each new VM's disk: growpart for cloud-init's growpart and")
-	s.line("# resizefs modules (without it cloud-init logs \"unable to find resizer\").")
-	s.line("if command -v growpart >/dev/null; then echo 'ok: growpart installed'; else pkg_install cloud-guest-utils cloud-utils-growpart; fi")
-	s.line("%s", shCloudInitGrowsRoot)
-	s.line("if command -v cloud-init >/dev/null; then")
-	s.line(`  if why=$(cloudinit_grows_root); then echo "ok: cloud-init grows the root on each new VM's boot (growpart, resizefs)"; else echo "note: the root will not grow: $why"; fi`)
-	s.line("else")
-	s.line("  # No cloud-init: a oneshot unit grows the root partition and file system at boot.")
-	s.file(linuxGrowrootScript, "0755", LinuxGrowrootScript, "")
-	s.file("/etc/systemd/system/"+linuxGrowrootUnit, "0644", linuxGrowrootUnitFile, "systemctl daemon-reload")
-	s.line("  if systemctl is-enabled -q %s; then echo 'ok: %s enabled'; else systemctl enable -q %s; echo 'changed: %s enabled'; fi",
-		linuxGrowrootUnit, linuxGrowrootUnit, linuxGrowrootUnit, linuxGrowrootUnit)
-	s.line("fi")
-	return s.bytes()
-}
-
-// LinuxGrowrootScript grows the root partition to the end of its disk
-// (growpart exits 1 when there is nothing to grow) and then its file
-// system. A root that is not a partition (LVM, a whole disk) is left alone.
-const LinuxGrowrootScript = `#!/bin/sh
-# kubenode: grow the root partition and file system to the disk, at boot. Generated; do not edit.
-set -u
-dev=$(readlink -f "$(findmnt -n -o SOURCE /)")
-name=$(basename "$dev")
-if [ ! -r "/sys/class/block/$name/partition" ]; then echo "kubenode-growroot: $dev is not a partition: nothing to grow"; exit 0; fi
-part=$(cat "/sys/class/block/$name/partition")
-disk=/dev/$(basename "$(readlink -f "/sys/class/block/$name/..")")
-out=$(growpart "$disk" "$part" 2>&1)
-case $? in
-  0) echo "kubenode-growroot: $out" ;;
-  1) echo "kubenode-growroot: $dev already fills $disk"; exit 0 ;;
-  *) echo "kubenode-growroot: growpart $disk $part failed: $out" >&2; exit 1 ;;
-esac
-fstype=$(findmnt -n -o FSTYPE /)
-case $fstype in
-  ext2|ext3|ext4) resize2fs "$dev" ;;
-  xfs) xfs_growfs / ;;
-  btrfs) btrfs filesystem resize max / ;;
-  *) echo "kubenode-growroot: grow the $fstype file system on $dev yourself" >&2; exit 1 ;;
-esac
-`
-
-const linuxGrowrootUnitFile = `[Unit]
-Description=Grow the root partition and file system to the disk (kubenode)
-After=local-fs.target
-ConditionPathExists=` + linuxGrowrootScript + `
-
-[Service]
-Type=oneshot
-ExecStart=` + linuxGrowrootScript + `
-
-[Install]
-WantedBy=multi-user.target
-`
-
-// linuxCrictl installs crictl from its release tarball as /usr/bin/crictl
-// (the containerd step writes /etc/crictl.yaml) and checks its version.
-func linuxCrictl(p LinuxPlan) []byte {
-	s := newSh("crictl " + p.CrictlVersion)
-	tarball := q(path.Join(p.Staging, p.CrictlTarball))
-	bin := linuxBinDir + "/crictl"
-	s.line("if [ -x %s ] && tar -xzf %s -O crictl | cmp -s - %s; then echo 'ok: crictl'; else", bin, tarball, bin)
-	s.line("  tmp=$(mktemp); tar -xzf %s -O crictl > \"$tmp\"; install -m 0755 \"$tmp\" %s; rm -f \"$tmp\"; echo 'changed: crictl installed'", tarball, bin)
-	s.line("fi")
-	s.line("v=$(%s --version 2>/dev/null | awk 'NR == 1 { print $NF }') || v=", bin)
-	s.line(`if [ "$v" != %s ]; then`, q(p.CrictlVersion))
-	s.line(`  echo %s"${v:-no version}"%s >&2`, q("crictl_version is "+p.CrictlVersion+" but the crictl from "+p.CrictlTarball+" reports "),
-		q(": give the crictl of "+p.CrictlVersion+" (artifacts.crictl or artifacts_dir), or set crictl_version to its version"))
-	s.line("  exit 1")
-	s.line("fi")
-	s.line("echo %s", q("ok: crictl is "+p.CrictlVersion))
-	return s.bytes()
-}
-
 // windowsBasics fills the basics of the Windows plan and adds crictl's
 // artifact.
-func (c *Config) windowsBasics(plan WindowsPlan, arts []Artifact) (WindowsPlan, []Artifact, error) {
+func (c *Config) windowsBasics(plan windows.Plan, arts []versions.Artifact) (windows.Plan, []versions.Artifact, error) {
 	cr, ok, err := c.crictl(plan.Kubernetes)
 	if err != nil || !ok {
 		return plan, arts, err
 	}
 	plan.InstallCrictl, plan.Crictl = true, cr
 	return plan, append(arts, cr.WindowsArtifact()), nil
-}
-
-// crictlFile is crictl's tarball in the staging directory.
-func (p WindowsPlan) crictlFile() string {
-	return orElse(p.Files.Crictl, p.Crictl.WindowsArtifact().FileName)
-}
-
-// validateBasics reports the basics' problems in the Windows plan.
-func (p WindowsPlan) validateBasics() []error {
-	if p.InstallCrictl && p.Crictl.Version == "" {
-		return []error{fmt.Errorf("crictl_version: no crictl release in the Windows plan; set crictl_version, or install_crictl = false")}
-	}
-	return nil
-}
-
-// selfCheck is what the Windows self-check expects of the guest.
-func (p WindowsPlan) selfCheck() SelfCheck {
-	c := SelfCheck{
-		KubernetesVersion: p.Kubernetes.Version,
-		ContainerdVersion: p.Containerd.Version,
-		Joiner:            p.InstallJoiner,
-		Images:            append(slices.Clone(p.CheckImages), p.Images.refs()...),
-	}
-	if p.InstallCrictl {
-		c.CrictlVersion = p.Crictl.Version
-	}
-	return c
-}
-
-// windowsTimeService is the Windows Time service.
-const windowsTimeService = "W32Time"
-
-// windowsTimeSync starts the Windows Time service at boot. On a computer in
-// no domain it is a trigger-start service (started on domain join), which
-// stops right after startup even when set to Automatic; Microsoft's
-// workaround is to delete its triggers and set it to Automatic
-// (learn.microsoft.com/troubleshoot/windows-client/active-directory/w32time-not-start-on-workgroup,
-// KB 2385818, method 1). Its time sources stay Windows' own
-// (time.windows.com in a workgroup, the domain hierarchy in a domain).
-func windowsTimeSync() []byte {
-	s := newWinScript("time sync: the Windows Time service starts at boot", psNative)
-	s.Line("$triggers = %s", powershell.Quote(`HKLM:\SYSTEM\CurrentControlSet\Services\`+windowsTimeService+`\TriggerInfo`))
-	s.Line("if (Test-Path -LiteralPath $triggers) {")
-	native(s, "    ", "sc.exe triggerinfo "+windowsTimeService+" delete", "sc.exe", "triggerinfo", windowsTimeService, "delete")
-	say(s, "    ", "changed: Windows Time no longer waits for a domain join to start (its triggers deleted)")
-	s.Line("} else {")
-	say(s, "    ", "ok: Windows Time has no start triggers")
-	s.Line("}")
-	s.Line("if ((Get-Service -Name %s).StartType -ne 'Automatic') {", powershell.Quote(windowsTimeService))
-	s.Line("    Set-Service -Name %s -StartupType Automatic", powershell.Quote(windowsTimeService))
-	say(s, "    ", "changed: Windows Time starts automatically")
-	s.Line("} else {")
-	say(s, "    ", "ok: Windows Time starts automatically")
-	s.Line("}")
-	s.Line("if ((Get-Service -Name %s).Status -ne 'Running') {", powershell.Quote(windowsTimeService))
-	s.Line("    Start-Service -Name %s", powershell.Quote(windowsTimeService))
-	say(s, "    ", "changed: Windows Time started")
-	s.Line("} else {")
-	say(s, "    ", "ok: Windows Time running")
-	s.Line("}")
-	return s.Bytes()
-}
-
-// windowsCrictlConfig points crictl at containerd's pipe. crictl reads
-// %USERPROFILE%\.crictl\crictl.yaml and, when that does not exist,
-// crictl.yaml in its own directory (cri-tools cmd/crictl/main_windows.go,
-// pkg/common/config.go GetServerConfigFromFile).
-const windowsCrictlConfig = "runtime-endpoint: npipe:////./pipe/containerd-containerd\nimage-endpoint: npipe:////./pipe/containerd-containerd\ntimeout: 10\n"
-
-// windowsCrictl installs crictl.exe beside containerd, with its
-// crictl.yaml, and checks its version.
-func windowsCrictl(p WindowsPlan) []byte {
-	ver := p.Crictl.Version
-	exe := windowsContainerdDir + `\crictl.exe`
-	s := newWinScript("crictl "+ver+" beside containerd, with crictl.yaml for containerd's pipe",
-		psSameFile, psCopyFile, psSetFile, psNative)
-	s.Line("$unpacked = %s", powershell.Quote(p.Staging+`\crictl`))
-	s.Line("if (Test-Path -LiteralPath $unpacked) {")
-	s.Line("    Remove-Item -LiteralPath $unpacked -Recurse -Force")
-	s.Line("}")
-	s.Line("New-Item -ItemType Directory -Force -Path $unpacked | Out-Null")
-	native(s, "", "tar (crictl)", "tar.exe", "-x", "-f", p.Staging+`\`+p.crictlFile(), "-C", psExpr("$unpacked"))
-	s.Line("Copy-KubenodeFile -Source (Join-Path $unpacked 'crictl.exe') -Destination %s | Out-Null", powershell.Quote(exe))
-	s.Line("$version = (((& %s --version) -join ' ').Trim() -split ' ')[-1]", powershell.Quote(exe))
-	s.Line("if ($version -cne %s) {", powershell.Quote(ver))
-	s.Line("    throw (%s + $version + %s)", powershell.Quote("crictl_version is "+ver+" but the crictl.exe from "+p.crictlFile()+" reports "),
-		powershell.Quote(": give the crictl of "+ver+" (artifacts.crictl or artifacts_dir), or set crictl_version to its version"))
-	s.Line("}")
-	say(s, "", "ok: crictl is "+ver)
-	s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(windowsContainerdDir+`\crictl.yaml`), powershell.Quote(windowsCrictlConfig))
-	s.Line("Remove-Item -LiteralPath $unpacked -Recurse -Force")
-	return s.Bytes()
 }

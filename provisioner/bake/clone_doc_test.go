@@ -9,6 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // cloneChecks hold, for each row of docs/security.md's "What a clone
@@ -16,8 +20,8 @@ import (
 // generated Linux and Windows scripts must contain for the row to be true.
 var cloneChecks = map[string]struct{ linux, windows []string }{
 	"build-account": {
-		linux:   []string{"systemctl enable -q " + linuxLockUnit, `usermod -L "$user"`, `rm -f "$home/.ssh/authorized_keys" "$home/.ssh/authorized_keys2"`},
-		windows: []string{"Disable-LocalUser -SID $account", "[System.IO.File]::WriteAllText('" + windowsFirstBootAnswer + "'"},
+		linux:   []string{"systemctl enable -q kubenode-lock-build-account.service", `usermod -L "$user"`, `rm -f "$home/.ssh/authorized_keys" "$home/.ssh/authorized_keys2"`},
+		windows: []string{"Disable-LocalUser -SID $account", `[System.IO.File]::WriteAllText('C:\Windows\System32\Sysprep\kubenode-firstboot.xml'`},
 	},
 	"admin-rights": {
 		linux:   []string{`rm -f "/etc/sudoers.d/90-kubenode-$user"`, `sed -i "/^$user[[:space:]]/d" /etc/sudoers.d/90-cloud-init-users`, `gpasswd -d "$user" "$g"`},
@@ -32,10 +36,10 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 	},
 	"ports": {
 		linux:   []string{"ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS"},
-		windows: []string{"-Name " + "'" + windowsKubeletFWRule + "'", "-Protocol TCP -LocalPort 10250 -Action Allow"},
+		windows: []string{"-Name 'kubenode-kubelet'", "-Protocol TCP -LocalPort 10250 -Action Allow"},
 	},
 	"services": {
-		linux:   []string{"systemctl enable -q containerd", "systemctl enable -q kubelet", "systemctl enable -q kubenode-joiner", "ConditionPathExists=!/etc/kubernetes/kubelet.conf", "systemctl disable -q " + linuxLockUnit},
+		linux:   []string{"systemctl enable -q containerd", "systemctl enable -q kubelet", "systemctl enable -q kubenode-joiner", "ConditionPathExists=!/etc/kubernetes/kubelet.conf", "systemctl disable -q kubenode-lock-build-account.service"},
 		windows: []string{"-StartupType Automatic"},
 	},
 	"proxy": {
@@ -48,11 +52,11 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 	},
 	"seed-copies": {
 		linux:   []string{"cloud-init clean --logs", "find /var/log -type f -exec truncate -s 0 {} +"},
-		windows: []string{`C:\Windows\Panther\unattend.xml`, `C:\Windows\Panther\Unattend\Autounattend.xml`, `del /f /q "%~f0"`, windowsSetupComplete},
+		windows: []string{`C:\Windows\Panther\unattend.xml`, `C:\Windows\Panther\Unattend\Autounattend.xml`, `del /f /q "%~f0"`, `C:\Windows\Setup\Scripts\SetupComplete.cmd`},
 	},
 	"staging": {
 		linux:   []string{"rm -rf '/var/tmp/kubenode-bake'"},
-		windows: []string{windowsStaging},
+		windows: []string{`C:\Windows\Temp\kubenode`},
 	},
 	"join-seed": {
 		linux:   []string{"put '/etc/kubenode/joiner.yaml' 0600 "},
@@ -112,24 +116,30 @@ func TestCloneTableMatchesTheScripts(t *testing.T) {
 }
 
 // renderedForCloneChecks is every script a generalized Linux and Windows
-// bake writes, the scripts those leave for a clone's first boot included.
-func renderedForCloneChecks(t *testing.T) (linux, windows string) {
-	lp := testPlan()
+// bake writes, the scripts those leave for a clone's first boot included,
+// from a configuration with a proxy.
+func renderedForCloneChecks(t *testing.T) (linuxScripts, windowsScripts string) {
+	var p Provisioner
+	require.NoError(t, p.Prepare(map[string]any{"http_proxy": "http://proxy.example:3128", "download_cache_dir": t.TempDir()}))
+	lp, _, err := p.config.linuxPlan()
+	require.NoError(t, err)
 	lp.LockAccount = "kubenode"
 	var l strings.Builder
-	for _, s := range LinuxSteps(lp) {
+	for _, s := range linux.Steps(lp) {
 		l.Write(s.Script)
 	}
-	wp := basePlan(t)
-	wp.Proxy = Proxy{HTTP: "http://proxy.example:3128"}
-	steps, err := WindowsSteps(wp)
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	wp, _, err := p.config.windowsPlan(win)
+	require.NoError(t, err)
+	steps, err := windows.Steps(wp)
 	require.NoError(t, err)
 	var w strings.Builder
 	for _, s := range steps {
 		w.Write(s.Script)
 	}
-	// The sysprep step carries these as quoted strings.
-	w.WriteString(windowsTransportCloser())
-	w.WriteString(windowsSetupCompleteCmd())
+	// The sysprep step carries the closer and SetupComplete.cmd as quoted
+	// strings: their text is the sysprep script's with '' read as '.
+	w.WriteString(strings.ReplaceAll(w.String(), "''", "'"))
 	return l.String(), w.String()
 }

@@ -4,7 +4,13 @@
 // Package bake is the kubenode-bake provisioner: it installs containerd,
 // the kubelet, kubeadm and kubectl, CNI plugins and the joiner (with its
 // first-boot service) into the machine a builder made, over whatever
-// communicator Packer hands it (SSH or WinRM).
+// communicator Packer hands it (SSH or WinRM). This package is the Packer
+// part of the flow: the HCL configuration and its checks, the description
+// of the node built from it (provisioner/bake/node, with the version
+// table's releases and the artifacts checked on this machine), the choice
+// of the guest's OS package (provisioner/bake/linux or
+// provisioner/bake/windows), which runs the steps, and the record of what
+// was baked for kubenode-export (internal/baked).
 package bake
 
 import (
@@ -22,6 +28,9 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // Config is the configuration of the kubenode-bake provisioner.
@@ -197,21 +206,6 @@ type Config struct {
 	ctx interpolate.Context
 }
 
-// Artifact names (keys of `artifacts` and `artifact_checksums`).
-const (
-	ArtifactKubelet       = "kubelet"
-	ArtifactKubeadm       = "kubeadm"
-	ArtifactKubectl       = "kubectl"
-	ArtifactKubeLogRunner = "kube-log-runner"
-	ArtifactContainerd    = "containerd"
-	ArtifactRunc          = "runc"
-	ArtifactCNIPlugins    = "cni-plugins"
-	ArtifactJoiner        = "joiner"
-	ArtifactCrictl        = "crictl"
-)
-
-var artifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl}
-
 // Prepare decodes and validates the configuration; every problem is
 // reported, each naming its key.
 func (c *Config) Prepare(raws ...interface{}) error {
@@ -260,7 +254,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		c.WindowsUpdateTimeout = 2 * time.Hour
 	}
 	if c.SettleTimeout == 0 {
-		c.SettleTimeout = defaultSettleTimeout
+		c.SettleTimeout = 10 * time.Minute
 	}
 	if c.SettleTimeout < 10*time.Second {
 		add("settle_timeout: %s is too short to wait for cloud-init or another apt-get; give at least 10s (default 10m)", c.SettleTimeout)
@@ -276,10 +270,10 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.GuestOS == "windows" {
 		if c.CNI == "bridge" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsCNIBridge))
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoCNIBridge))
 		}
 		if c.ContainerdSource == "package" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windowsContainerdPackage))
+			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoContainerdPackage))
 		}
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
@@ -292,8 +286,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		}
 	}
 	for _, name := range sortedKeys(c.Artifacts) {
-		if !slices.Contains(artifactNames, name) {
-			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
 			continue
 		}
 		if _, err := os.Stat(c.Artifacts[name]); err != nil {
@@ -302,8 +296,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	for _, name := range sortedKeys(c.ArtifactChecksums) {
 		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
-		if !slices.Contains(artifactNames, name) {
-			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(artifactNames, ", "))
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
 		} else if !isSHA256(sum) {
 			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
 		}

@@ -11,10 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 func TestPrepareDefaults(t *testing.T) {
@@ -97,16 +100,16 @@ func TestPrepareRefusesWhatEveryCloneWouldFailOn(t *testing.T) {
 }
 
 func TestUnknownVersionsNameTheirKey(t *testing.T) {
-	_, err := LookupKubernetes("v1.20.0")
+	_, err := versions.LookupKubernetes("v1.20.0")
 	require.ErrorContains(t, err, `kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; `+
 		`allowed: any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35`)
-	_, err = LookupContainerd("0.1")
+	_, err = versions.LookupContainerd("0.1")
 	require.ErrorContains(t, err, "containerd_version")
-	_, err = LookupCNIPlugins("v0.0.1")
+	_, err = versions.LookupCNIPlugins("v0.0.1")
 	require.ErrorContains(t, err, "cni_plugins_version")
-	k, err := LookupKubernetes("")
+	k, err := versions.LookupKubernetes("")
 	require.NoError(t, err)
-	assert.Equal(t, defaultVersions.Kubernetes, k.Version, "empty is the default")
+	assert.Equal(t, versions.Defaults.Kubernetes, k.Version, "empty is the default")
 }
 
 func sum(data string) string {
@@ -119,7 +122,7 @@ func TestResolveLocalArtifactsAndChecksums(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet"), []byte("kubelet"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubeadm"), []byte("kubeadm"), 0o755))
 	c := Config{ArtifactsDir: dir, ArtifactChecksums: map[string]string{"kubeadm": sum("something else")}}
-	_, err := c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{
+	_, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
 		{Name: "kubelet", FileName: "kubelet"},
 		{Name: "kubeadm", FileName: "kubeadm"},
 		{Name: "joiner", FileName: "kubenode-joiner"},
@@ -130,7 +133,7 @@ func TestResolveLocalArtifactsAndChecksums(t *testing.T) {
 	assert.NotContains(t, err.Error(), "artifact kubelet", "a good artifact is not reported")
 
 	c.ArtifactChecksums = nil
-	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{{Name: "kubelet", FileName: "kubelet"}})
+	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{{Name: "kubelet", FileName: "kubelet"}})
 	require.NoError(t, err)
 	assert.Equal(t, sum("kubelet"), got[0].SHA256)
 }
@@ -156,7 +159,7 @@ func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := Config{DownloadCacheDir: t.TempDir()}
-	arts := []Artifact{
+	arts := []versions.Artifact{
 		{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"},
 		{Name: "containerd", FileName: "containerd.tar.gz", URL: srv.URL + "/containerd.tar.gz", ChecksumURL: srv.URL + "/containerd.tar.gz.sha256sum"},
 	}
@@ -168,7 +171,7 @@ func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, hits["/kubelet"], "a second build uses the cache")
 
-	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []Artifact{
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
 		{Name: "cni-plugins", FileName: "tampered", URL: srv.URL + "/tampered", ChecksumURL: srv.URL + "/tampered.sha256"},
 		{Name: "runc", FileName: "runc", URL: srv.URL + "/missing", ChecksumURL: srv.URL + "/missing.sha256"},
 	})
@@ -214,9 +217,9 @@ func TestPrepareRefusesUnknownVersions(t *testing.T) {
 	})
 	require.Error(t, err)
 	for _, want := range []string{
-		`kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the minor releases ` + kubernetesMinors[0].Minor + ", ",
-		`containerd_version: "0.1" is not a release version X.Y.Z; allowed: any release X.Y.Z of the minor releases ` + containerdMinors[0].Minor + ", ",
-		`cni_plugins_version: v0.0.1 is a release of v0, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the major releases ` + cniPluginsMajors[0].Major,
+		`kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the minor releases ` + versions.KubernetesMinors[0].Minor + ", ",
+		`containerd_version: "0.1" is not a release version X.Y.Z; allowed: any release X.Y.Z of the minor releases ` + versions.ContainerdMinors[0].Minor + ", ",
+		`cni_plugins_version: v0.0.1 is a release of v0, which is not in kubenode-bake's version table; allowed: any release vX.Y.Z of the major releases ` + versions.CNIPluginsMajors[0].Major,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -238,7 +241,7 @@ func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
 	}
 	// Every minor takes the joiner: it writes the JoinConfiguration in the
 	// API the node's kubeadm reads (v1beta3 for v1.30, v1beta4 from v1.31).
-	for _, m := range kubernetesMinors {
+	for _, m := range versions.KubernetesMinors {
 		for _, joiner := range []bool{true, false} {
 			var c Config
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": joiner}), "%s, install_joiner = %t", m.Minor, joiner)
@@ -291,10 +294,10 @@ func TestPrepareRefusesWhatWindowsCannotDo(t *testing.T) {
 // A containerd the Kubernetes minor's row does not list (as containerd's
 // matrix lists only 2.x from v1.36) is refused, naming the minors to use.
 func TestPrepareRefusesAContainerdTheMinorDoesNotTake(t *testing.T) {
-	saved := kubernetesMinors
-	t.Cleanup(func() { kubernetesMinors = saved })
-	kubernetesMinors = slices.Clone(saved)
-	newest := &kubernetesMinors[len(kubernetesMinors)-1]
+	saved := versions.KubernetesMinors
+	t.Cleanup(func() { versions.KubernetesMinors = saved })
+	versions.KubernetesMinors = slices.Clone(saved)
+	newest := &versions.KubernetesMinors[len(versions.KubernetesMinors)-1]
 	newest.ContainerdConfigVersions = []int{3}
 	v := newest.Minor + ".1"
 
@@ -307,4 +310,28 @@ func TestPrepareRefusesAContainerdTheMinorDoesNotTake(t *testing.T) {
 		"the distribution's containerd is known on the guest only")
 	var ok Config
 	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "2.0.7"}))
+}
+
+func TestPrepareWindowsUpdate(t *testing.T) {
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir()}))
+	assert.False(t, c.WindowsUpdate, "off unless asked for")
+	assert.Equal(t, 2*time.Hour, c.WindowsUpdateTimeout)
+
+	c = Config{}
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows",
+		"windows_update": true, "windows_update_timeout": "3h"}))
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.True(t, plan.WindowsUpdate)
+	assert.Equal(t, 3*time.Hour, plan.WindowsUpdateTimeout)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux",
+		"windows_update": true, "windows_update_timeout": "30s"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), "windows_update_timeout: 30s is less than a minute")
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
-	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
 // dockerArchive writes a `docker save` style archive of a small random
@@ -213,7 +212,7 @@ func TestProvisionChecksImagesBeforeUpload(t *testing.T) {
 			}))
 			require.NoError(t, spoil(b))
 			comm := &packersdk.MockCommunicator{}
-			err := p.Provision(context.Background(), newTestUI(), comm, nil)
+			err := p.Provision(context.Background(), guesttest.NewUI(), comm, nil)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "nothing was uploaded")
 			assert.Contains(t, err.Error(), "images[1]: ")
@@ -225,19 +224,19 @@ func TestProvisionChecksImagesBeforeUpload(t *testing.T) {
 }
 
 func TestWarnPauseImage(t *testing.T) {
-	archive := Images{Archives: []ImageFile{{Refs: []string{"registry.k8s.io/pause:3.10"}}}}
+	archive := node.Images{Archives: []node.ImageFile{{Refs: []string{"registry.k8s.io/pause:3.10"}}}}
 	for _, c := range []struct {
 		name   string
-		im     Images
+		im     node.Images
 		pause  string
 		warned bool
 	}{
-		{"nothing preloaded", Images{}, "registry.k8s.io/pause:3.10", true},
+		{"nothing preloaded", node.Images{}, "registry.k8s.io/pause:3.10", true},
 		{"in an archive", archive, "registry.k8s.io/pause:3.10", false},
 		{"another pause in the archive", archive, "registry.k8s.io/pause:3.9", true},
-		{"pulled, written unnormalized", Images{Pull: []string{"docker.io/library/pause:1"}}, "pause:1", false},
-		{"kubeadm's", Images{Kubeadm: true}, "registry.k8s.io/pause:3.10", false},
-		{"not kubeadm's", Images{Kubeadm: true}, "example.com/pause:3.10", true},
+		{"pulled, written unnormalized", node.Images{Pull: []string{"docker.io/library/pause:1"}}, "pause:1", false},
+		{"kubeadm's", node.Images{Kubeadm: true}, "registry.k8s.io/pause:3.10", false},
+		{"not kubeadm's", node.Images{Kubeadm: true}, "example.com/pause:3.10", true},
 	} {
 		ui := &packersdk.MockUi{}
 		warnPauseImage(ui, c.im, c.pause, "registry.k8s.io/pause:3.10")
@@ -247,184 +246,6 @@ func TestWarnPauseImage(t *testing.T) {
 			assert.Contains(t, ui.ErrorMessage, "air-gapped", c.name)
 		}
 	}
-}
-
-func testImages() Images {
-	return Images{
-		Archives: []ImageFile{
-			{FileName: "image-1-pause.tar", SHA256: strings.Repeat("1", 64), Refs: []string{"registry.k8s.io/pause:3.10"}},
-			{FileName: "image-2-tools.tar", SHA256: strings.Repeat("2", 64), Refs: []string{"docker.io/library/busybox:1.36", "example.com/it's:v1"}},
-		},
-		Pull: []string{"registry.k8s.io/kube-proxy:v1.33.13"},
-	}
-}
-
-// fakeCtr is a ctr that keeps the k8s.io namespace in a file, one
-// "REF DIGEST LABELS" line per image, and knows which references each
-// archive holds; `kubeadm config images list|pull` is faked beside it.
-const fakeCtr = `#!/bin/sh
-set -eu
-db=$FAKE_DIR/images; touch "$db"
-[ "$1 $2" = "-n k8s.io" ] || { echo "fake ctr: want -n k8s.io" >&2; exit 2; }
-shift 2
-echo "ctr $*" >> "$FAKE_DIR/calls"
-# add REF: a new image, or the same one updated (containerd keeps its labels).
-add() { grep -q "^$1 " "$db" || echo "$1 sha256:$(printf %s "$1" | sha256sum | cut -c1-64) -" >> "$db"; }
-case "$1 $2" in
-"images ls")
-  printf 'REF TYPE DIGEST SIZE PLATFORMS LABELS\n'
-  while read -r ref digest labels; do printf '%s application/vnd.oci.image.manifest.v1+json %s 311.4 KiB linux/amd64 %s\n' "$ref" "$digest" "$labels"; done < "$db" ;;
-"images import")
-  for ref in $(cat "$3.refs"); do add "$ref"; done ;;
-"images pull")
-  [ "$3" = --hosts-dir ] || exit 2
-  add "$5" ;;
-"images label")
-  ref=$3; shift 3
-  line=$(grep "^$ref " "$db") || { echo "ctr: image $ref: not found" >&2; exit 1; }
-  labels=$(echo "$line" | cut -d' ' -f3); for l in "$@"; do case ",$labels," in *",$l,"*) ;; *) labels="$labels,$l" ;; esac; done
-  labels=$(echo "$labels" | sed 's/^-,//')
-  grep -v "^$ref " "$db" > "$db.new" || true; echo "$ref $(echo "$line" | cut -d' ' -f2) $labels" >> "$db.new"; mv "$db.new" "$db" ;;
-*) echo "fake ctr: $*" >&2; exit 2 ;;
-esac
-`
-
-const fakeKubeadm = `#!/bin/sh
-echo "kubeadm $*" >> "$FAKE_DIR/calls"
-case "$1 $2 $3" in
-"config images list") printf 'registry.k8s.io/kube-apiserver:v1.33.13\nregistry.k8s.io/pause:3.10\n' ;;
-"config images pull") for r in registry.k8s.io/kube-apiserver:v1.33.13 registry.k8s.io/pause:3.10; do ctr -n k8s.io images pull --hosts-dir x "$r"; done ;;
-esac
-`
-
-// The Linux images step, run against a fake ctr and kubeadm: it imports
-// and pulls, pins, lists every image with its digest; a second run
-// changes nothing; an image an archive does not hold fails the step.
-func TestLinuxImagesStep(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	require.NoError(t, os.MkdirAll(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ctr"), []byte(fakeCtr), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "kubeadm"), []byte(fakeKubeadm), 0o755))
-	p := testPlan()
-	p.Staging = dir
-	p.Images = testImages()
-	p.Images.Kubeadm = true
-	for _, a := range p.Images.Archives {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName+".refs"), []byte(strings.Join(a.Refs, "\n")), 0o644))
-	}
-	step, ok := linuxImagesStep(p)
-	require.True(t, ok)
-	script := filepath.Join(dir, "images.sh")
-	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
-	run := func() (string, error) {
-		cmd := exec.Command("sh", script)
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_DIR="+dir)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	out, err := run()
-	require.NoError(t, err, out)
-	assert.Contains(t, out, "changed: image-2-tools.tar imported (docker.io/library/busybox:1.36, example.com/it's:v1)")
-	assert.Contains(t, out, "changed: registry.k8s.io/kube-proxy:v1.33.13 pulled")
-	assert.Contains(t, out, "changed: kubeadm's images pulled: registry.k8s.io/kube-apiserver:v1.33.13")
-	listed := parseImageListing(out)
-	var names []string
-	for _, img := range listed {
-		names = append(names, img.Name)
-		assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, img.Digest, img.Name)
-	}
-	assert.Equal(t, []string{"registry.k8s.io/pause:3.10", "docker.io/library/busybox:1.36", "example.com/it's:v1", "registry.k8s.io/kube-proxy:v1.33.13",
-		"registry.k8s.io/kube-apiserver:v1.33.13"}, names, "every expected image once, kubeadm's pause too")
-	db, err := os.ReadFile(filepath.Join(dir, "images"))
-	require.NoError(t, err)
-	for _, line := range strings.Split(strings.TrimSpace(string(db)), "\n") {
-		assert.Contains(t, line, pinnedLabel, "every image pinned: %s", line)
-	}
-	assert.Contains(t, string(db), "registry.k8s.io/pause:3.10 sha256:")
-	assert.Contains(t, string(db), archiveLabelKey+"="+strings.Repeat("1", 64))
-
-	again, err := run()
-	require.NoError(t, err, again)
-	assert.NotContains(t, again, "changed: ", "a second bake changes nothing")
-	assert.Equal(t, listed, parseImageListing(again))
-
-	// A new archive for the same reference is imported again.
-	p.Images.Archives[0].SHA256 = strings.Repeat("3", 64)
-	step, _ = linuxImagesStep(p)
-	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
-	third, err := run()
-	require.NoError(t, err, third)
-	assert.Contains(t, third, "changed: image-1-pause.tar imported")
-	assert.NotContains(t, third, "changed: image-2-tools.tar")
-
-	// An archive that does not hold what it names fails, naming the image.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "image-2-tools.tar.refs"), []byte("docker.io/library/busybox:1.36"), 0o644))
-	require.NoError(t, os.Remove(filepath.Join(dir, "images")))
-	out, err = run()
-	require.Error(t, err)
-	assert.Contains(t, out, "image example.com/it's:v1 is not in containerd's k8s.io namespace")
-}
-
-func TestParseImageListing(t *testing.T) {
-	d := "sha256:" + strings.Repeat("a", 64)
-	out := "ok: x\r\nimage: registry.k8s.io/pause:3.10 " + d + "\r\nimage: broken\nimage: registry.k8s.io/pause:3.10 " + d + "\n"
-	assert.Equal(t, []baked.Image{{Name: "registry.k8s.io/pause:3.10", Digest: d}}, parseImageListing(out))
-	assert.Equal(t, []baked.Image{}, parseImageListing(""), "none: an empty list, not null")
-}
-
-// No images, no step; the step comes after the kubelet's and crictl's
-// (kubeadm is installed, containerd running), before the self-check, on
-// both OSes.
-func TestImagesStepPlace(t *testing.T) {
-	names := func(steps []Step) []string {
-		var out []string
-		for _, s := range steps {
-			out = append(out, s.Name)
-		}
-		return out
-	}
-	p := testPlan()
-	assert.NotContains(t, names(LinuxSteps(p)), stepImages)
-	p.Images = testImages()
-	assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "images", "joiner", "self-check", "generalize", "cleanup"}, names(LinuxSteps(p)))
-
-	w := basePlan(t)
-	steps, err := WindowsSteps(w)
-	require.NoError(t, err)
-	assert.NotContains(t, names(steps), stepImages)
-	w.Images = testImages()
-	w.Images.Kubeadm = false
-	steps, err = WindowsSteps(w)
-	require.NoError(t, err)
-	got := names(steps)
-	i := strings.Index(strings.Join(got, " "), "kubelet crictl images ")
-	assert.GreaterOrEqual(t, i, 0, "images right after kubelet and crictl: %v", got)
-}
-
-// renderedImages are the images steps' goldens.
-func renderedImages(t *testing.T) map[string][]byte {
-	p := testPlan()
-	p.Images = testImages()
-	p.Images.Kubeadm = true
-	w := basePlan(t).withDefaults()
-	w.Images = testImages()
-	w.Proxy = Proxy{HTTPS: "http://proxy.example:3128"}
-	return map[string][]byte{"images/linux-images.sh": linuxImages(p), "images/windows-images.ps1": windowsImages(w)}
-}
-
-func TestImagesGolden(t *testing.T) {
-	for name, got := range renderedImages(t) {
-		t.Run(name, func(t *testing.T) { golden.Assert(t, name, got) })
-	}
-}
-
-// The Linux script is valid shell.
-func TestLinuxImagesScriptParses(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "images.sh")
-	require.NoError(t, os.WriteFile(file, renderedImages(t)["images/linux-images.sh"], 0o644))
-	out, err := exec.Command("sh", "-n", file).CombinedOutput()
-	assert.NoError(t, err, string(out))
 }
 
 // The blocks decode from HCL as users write them (the generated spec),

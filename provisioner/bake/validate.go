@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
 // validateNode checks, for Linux and Windows guests alike, what the image
@@ -31,7 +33,7 @@ func (c *Config) validateNode() []error {
 		}
 	}
 	for _, kv := range [][2]string{{"pause_image", c.PauseImage}, {"http_proxy", c.HTTPProxy}, {"https_proxy", c.HTTPSProxy}, {"no_proxy", c.NoProxy}} {
-		if why := oneLine(kv[1]); why != "" {
+		if why := node.OneLine(kv[1]); why != "" {
 			errs = append(errs, fmt.Errorf("%s: %s", kv[0], why))
 		}
 	}
@@ -45,9 +47,9 @@ func (c *Config) validateNode() []error {
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
 // the defaults are set.
 func (c *Config) validateVersions() []error {
-	k8s, errK := LookupKubernetes(c.KubernetesVersion)
-	ctr, errC := LookupContainerd(c.ContainerdVersion)
-	_, errN := LookupCNIPlugins(c.CNIPluginsVersion)
+	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion)
+	ctr, errC := versions.LookupContainerd(c.ContainerdVersion)
+	_, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion)
 	var errs []error
 	for _, err := range []error{errK, errC, errN} {
 		if err != nil {
@@ -61,7 +63,7 @@ func (c *Config) validateVersions() []error {
 	// containerd, whose version is known on the guest only.
 	if errC == nil && c.ContainerdSource == "tarball" && !slices.Contains(k8s.ContainerdConfigVersions, ctr.ConfigVersion) {
 		var minors []string
-		for _, r := range containerdMinors {
+		for _, r := range versions.ContainerdMinors {
 			if slices.Contains(k8s.ContainerdConfigVersions, r.ConfigVersion) {
 				minors = append(minors, r.Minor)
 			}
@@ -69,13 +71,9 @@ func (c *Config) validateVersions() []error {
 		errs = append(errs, fmt.Errorf("containerd_version: containerd %s is not recommended for Kubernetes %s (config version %d); use a release of %s",
 			ctr.Version, k8s.Minor, ctr.ConfigVersion, strings.Join(minors, ", ")))
 	}
-	if _, set := c.KubeletExtraArgs[podInfraContainerImage]; set && !k8s.PodInfraContainerImageFlag {
+	if _, set := c.KubeletExtraArgs[versions.PodInfraContainerImage]; set && !k8s.PodInfraContainerImageFlag {
 		errs = append(errs, fmt.Errorf("kubelet_extra_args[%q]: the kubelet of Kubernetes %s has no such flag and would not start "+
-			"(it asks containerd for the sandbox image); remove it: pause_image sets the sandbox image", podInfraContainerImage, k8s.Minor))
+			"(it asks containerd for the sandbox image); remove it: pause_image sets the sandbox image", versions.PodInfraContainerImage, k8s.Minor))
 	}
 	return errs
 }
-
-// podInfraContainerImage is the kubelet flag of
-// KubernetesMinor.PodInfraContainerImageFlag.
-const podInfraContainerImage = "pod-infra-container-image"

@@ -1,0 +1,470 @@
+//go:build e2e
+
+package lab_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/lab/lab"
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
+	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
+)
+
+// TestEndToEnd is `make e2e`: the lab's chain with assertions. The real
+// packer builds examples/debian-12-node.pkr.hcl (kubenode-libvirt under
+// TCG → kubenode-bake → kubenode-export), a control plane starts on
+// 127.0.0.1, `joiner token` makes the seed, the exported image boots with
+// it under libvirt, and its first-boot joiner joins it. Then: the image
+// and manifest are right, the Node is Ready with the labels asked for (one
+// baked into the image, one from the seed), the joiner's service ran once
+// and disabled itself, and after a reboot it does not run again while the
+// node comes back Ready. Finally the teardown leaves nothing behind.
+func TestEndToEnd(t *testing.T) {
+	harness.RequireRoot(t)
+	root := harness.Root()
+	bin := t.TempDir()
+	plugin := goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), ".")
+	joiner := goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner")
+	k8s := harness.Kubernetes(t)
+	images := t.TempDir()
+	work := filepath.Join(t.TempDir(), "work")
+
+	labels := map[string]string{"kubenode.io/lab": "e2e"}
+	opts := lab.Options{
+		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
+		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
+		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2,
+		Out: testWriter{t},
+	}
+	before := hostState(t)
+	began := time.Now()
+	l, err := lab.Up(context.Background(), opts)
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			l.Close()
+		}
+	})
+	t.Logf("build → boot → join → Ready: %s", time.Since(began).Round(time.Second))
+	ctx := context.Background()
+
+	t.Run("image and manifest", func(t *testing.T) {
+		data, err := os.ReadFile(l.Manifest)
+		require.NoError(t, err)
+		var m export.Manifest
+		require.NoError(t, json.Unmarshal(data, &m))
+		require.NotNil(t, m.Baked, "%s", data)
+		// The OS as the guest reported it to the bake, not the seed's flavor.
+		assert.Equal(t, "linux", m.OS.Family)
+		assert.Equal(t, "debian", m.OS.ID, "%s", data)
+		assert.Equal(t, "12", m.OS.Version, "%s", data)
+		assert.Equal(t, "cloud-init", m.OS.SeedFlavor)
+		assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+		assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
+		assert.Equal(t, sum(t, filepath.Join(k8s, "kubelet")), m.Baked.Checksums["kubelet"])
+		assert.Equal(t, sum(t, joiner), m.Baked.Checksums["joiner"])
+		require.Len(t, m.Outputs, 1)
+		out := m.Outputs[0]
+		assert.Equal(t, "qcow2", out.Format)
+		assert.Equal(t, "zstd", out.Compression)
+		assert.Equal(t, sum(t, l.Image), out.SHA256, "the manifest's checksum is the image's")
+		side, err := os.ReadFile(l.Image + ".sha256")
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(side), out.SHA256), "the .sha256 file: %s", side)
+	})
+
+	client, err := l.Client()
+	require.NoError(t, err)
+	require.Len(t, l.Nodes, 2)
+	t.Run("nodes ready with their labels, each its own machine", func(t *testing.T) {
+		names, machineIDs, hostKeys, addrs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+		for _, node := range l.Nodes {
+			n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
+			assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"], "asked for with joiner token --label")
+			assert.Equal(t, "debian-12-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
+			assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
+			assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					assert.Equal(t, node.GuestIP, a.Address, "node %s registers the address its VM was given", node.Name)
+					addrs[a.Address] = true
+				}
+			}
+			hostname, err := node.Guest(ctx, "hostname")
+			require.NoError(t, err)
+			assert.Equal(t, node.Name, strings.TrimSpace(hostname))
+			id, err := node.Guest(ctx, "cat /etc/machine-id")
+			require.NoError(t, err)
+			assert.Regexp(t, `^[0-9a-f]{32}\n$`, id)
+			assert.Equal(t, strings.TrimSpace(id), n.Status.NodeInfo.MachineID, "the kubelet reports the VM's machine-id")
+			key, err := node.Guest(ctx, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+			require.NoError(t, err)
+			t.Logf("node %s: %s, machine-id %s, host key %s", node.Name, node.GuestIP, strings.TrimSpace(id), strings.TrimSpace(key))
+			names[n.Name], machineIDs[id], hostKeys[key] = true, true, true
+		}
+		assert.Len(t, names, 2, "distinct node names")
+		assert.Len(t, machineIDs, 2, "distinct machine-ids: generalize removed the image's")
+		assert.Len(t, hostKeys, 2, "distinct SSH host keys: generalize removed the image's")
+		assert.Len(t, addrs, 2, "distinct addresses")
+		table, err := l.Kubectl(ctx, "get", "nodes", "-o", "wide")
+		require.NoError(t, err)
+		t.Logf("kubectl get nodes -o wide:\n%s", table)
+	})
+
+	t.Run("a Job on each node, with preloaded images only", func(t *testing.T) {
+		require.Len(t, l.Jobs, 2)
+		assert.True(t, strings.HasPrefix(l.WorkloadImage, labimages.WorkloadRepository+":"), l.WorkloadImage)
+		_, bridge, err := net.ParseCIDR("10.85.0.0/16") // kubenode-bake's default bridge_subnet
+		require.NoError(t, err)
+		for i, r := range l.Jobs {
+			node := l.Nodes[i]
+			assert.Equal(t, node.Name, r.Node)
+			job, err := client.BatchV1().Jobs(lab.JobNamespace).Get(ctx, r.Job, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, job.Status.Succeeded, "job %s", r.Job)
+			pod, err := client.CoreV1().Pods(lab.JobNamespace).Get(ctx, r.Pod, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, node.Name, pod.Spec.NodeName, "placed by the scheduler on the node its selector names")
+			assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
+			ip := net.ParseIP(pod.Status.PodIP)
+			require.NotNil(t, ip, "pod IP %q", pod.Status.PodIP)
+			assert.True(t, bridge.Contains(ip), "pod IP %s from the bridge CNI's range %s", ip, bridge)
+			assert.Equal(t, fmt.Sprintf("kubenode-lab probe: node=%s pod=%s ip=%s", node.Name, pod.Name, pod.Status.PodIP), r.Output,
+				"what the Job printed, read from the node's container log")
+			t.Logf("job %s on %s: %q (Ready → Succeeded %s)", r.Job, r.Node, r.Output, r.ReadyToSucceeded.Round(100*time.Millisecond))
+		}
+	})
+
+	t.Run("preloaded images as containerd reports them", func(t *testing.T) {
+		var m export.Manifest
+		data, err := os.ReadFile(l.Manifest)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &m))
+		require.NotNil(t, m.Baked)
+		want := map[string]string{}
+		for _, img := range m.Baked.Images {
+			want[img.Name] = img.Digest
+		}
+		assert.Contains(t, want, "registry.k8s.io/pause:3.10", "the pause image the config names is preloaded")
+		assert.Contains(t, want, l.WorkloadImage)
+		for _, node := range l.Nodes {
+			out, err := node.Guest(ctx, "ctr -n k8s.io images ls")
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, line := range strings.Split(out, "\n")[1:] {
+				if f := strings.Fields(line); len(f) >= 3 {
+					got[f[0]] = f[2]
+				}
+			}
+			for ref, digest := range want {
+				assert.Equal(t, digest, got[ref], "node %s: %s as containerd has it\n%s", node.Name, ref, out)
+			}
+		}
+	})
+
+	t.Run("node basics: time sync and a grown root", func(t *testing.T) {
+		node := l.Nodes[0]
+		out, err := node.Guest(ctx, "systemctl is-enabled systemd-timesyncd.service chrony.service 2>/dev/null | grep -x enabled")
+		assert.NoError(t, err, "a time sync service is enabled: %s", out)
+		// The template asks for a 6G disk; the base disk's root is smaller.
+		out, err = node.Guest(ctx, "df -B1 --output=size / | tail -1")
+		require.NoError(t, err)
+		size, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		require.NoError(t, err)
+		assert.Greater(t, size, int64(5<<30), "the root file system grew to the disk's size on first boot")
+	})
+
+	// What a Cluster API provider or a user's monitoring reads first.
+	t.Run("cloud-init ended cleanly on every clone", func(t *testing.T) {
+		for _, node := range l.Nodes {
+			status, err := node.CloudInit(ctx, 2*time.Minute)
+			assert.NoError(t, err, "node %s", node.Name)
+			assert.Contains(t, status, "status: done", "node %s: %s", node.Name, status)
+			assert.NotRegexp(t, `(?m)^\s*(errors|recoverable_errors):\s*\S*[^\[\]\s]`, status, "node %s", node.Name)
+			t.Logf("node %s: cloud-init status --long:\n%s", node.Name, status)
+		}
+	})
+
+	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
+		for _, node := range l.Nodes {
+			assertJoinerRanOnce(t, ctx, node)
+		}
+	})
+
+	t.Run("after a reboot the joiner does not run again", func(t *testing.T) {
+		node := l.Nodes[0]
+		bootID, err := node.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+		require.NoError(t, err)
+		node.Guest(ctx, "systemctl reboot") // the connection may drop mid-command
+		require.Eventually(t, func() bool {
+			id, err := node.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
+			return err == nil && id != bootID
+		}, 10*time.Minute, 5*time.Second, "the node comes back after its reboot")
+		// The kubelet reports the boot it runs in: Ready from this boot.
+		readyFromNewBoot := func(within time.Duration) bool {
+			for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(3 * time.Second) {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				id, err := node.Guest(cctx, "cat /proc/sys/kernel/random/boot_id")
+				cancel()
+				if err != nil || id == bootID {
+					continue
+				}
+				n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+				if err == nil && ready(n) && n.Status.NodeInfo.BootID == strings.TrimSpace(id) {
+					return true
+				}
+			}
+			return false
+		}
+		ok := readyFromNewBoot(8 * time.Minute)
+		if !ok {
+			// Seen once in six runs: after the reboot both vCPUs of the TCG
+			// guest spun in nf_conntrack ("soft lockup" on the serial
+			// console) and the guest never recovered. That is QEMU/TCG on
+			// an overloaded host, not the node's configuration; a hard reset
+			// (another reboot) is still what this subtest is about.
+			serial, _ := os.ReadFile(node.SerialLog)
+			require.Contains(t, string(serial), "soft lockup", "the node did not come back Ready from a new boot within 8 minutes; serial console %s", node.SerialLog)
+			t.Logf("the guest kernel locked up under TCG after its reboot (soft lockup on the serial console): resetting the VM once")
+			out, err := exec.Command("virsh", "-c", "qemu:///system", "reset", node.VMName).CombinedOutput()
+			require.NoError(t, err, "virsh reset: %s", out)
+			ok = readyFromNewBoot(8 * time.Minute)
+		}
+		require.True(t, ok, "the node is Ready again, from its new boot")
+		state, err := node.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,UnitFileState; journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+		require.NoError(t, err)
+		assert.Contains(t, state, "ActiveState=inactive")
+		assert.Contains(t, state, "UnitFileState=disabled")
+		assert.NotContains(t, state, "Starting kubenode-joiner", "not started in this boot")
+	})
+
+	// Teardown: nothing is left on the host but the image.
+	require.NoError(t, l.Close())
+	closed = true
+	assertTornDown(t, work, before)
+	_, err = os.Stat(l.Image)
+	assert.NoError(t, err, "the image stays")
+
+	// Ctrl-C: cmd/lab's signal handler cancels Up's context. Cancel it
+	// here at two moments and check that Up tears down what it started.
+	// By the ready stage everything is up: libvirtd, the control plane,
+	// and the node's domain, pool and volumes.
+	// This run boots one node alone, so it also gives the one-node figure
+	// of boot → Ready: it is interrupted once that node is Ready.
+	var oneNode time.Duration
+	t.Run("interrupted with the node running", func(t *testing.T) {
+		o := opts
+		o.SkipBuild = true // boot the image built above
+		o.Nodes = 1
+		o.WorkDir = filepath.Join(t.TempDir(), "work")
+		readyLine := regexp.MustCompile(`node \S+: Ready (\S+) after its start`)
+		o.Out = watch{testWriter{t}, func(line string) {
+			if m := readyLine.FindStringSubmatch(line); m != nil {
+				oneNode, _ = time.ParseDuration(m[1])
+			}
+		}}
+		interrupt(t, o, "==> workload", before)
+		assert.NotZero(t, oneNode, "the lab said when its node was Ready")
+		_, err := os.Stat(l.Image)
+		assert.NoError(t, err, "the image stays")
+	})
+	// The lab's figures, one run each (TCG; both nodes of the main run
+	// booted at once on this machine's cores).
+	slowest := max(l.Nodes[0].BootToReady, l.Nodes[1].BootToReady)
+	t.Logf("lab figures: image build %s; boot → Ready: 1 node %s, 2 nodes %s and %s (wall %s, %+.0f%% over 1 node); Ready → first Job Succeeded %s",
+		l.ImageBuild.Round(time.Second), oneNode.Round(100*time.Millisecond),
+		l.Nodes[0].BootToReady.Round(100*time.Millisecond), l.Nodes[1].BootToReady.Round(100*time.Millisecond),
+		slowest.Round(100*time.Millisecond), 100*(slowest.Seconds()/oneNode.Seconds()-1), l.Jobs[0].ReadyToSucceeded.Round(100*time.Millisecond))
+	t.Run("interrupted during the packer build", func(t *testing.T) {
+		o := opts
+		o.ImageDir = filepath.Join(t.TempDir(), "image")
+		o.WorkDir = filepath.Join(t.TempDir(), "work")
+		o.Out = testWriter{t}
+		interrupt(t, o, "Waiting for SSH", before)
+		_, err := os.Stat(filepath.Join(o.ImageDir, export.ManifestFile))
+		assert.True(t, os.IsNotExist(err), "an interrupted build exports nothing")
+	})
+}
+
+// assertJoinerRanOnce: the node's joiner service ran once, succeeded and
+// disabled itself, and scrubbed its token.
+func assertJoinerRanOnce(t *testing.T, ctx context.Context, node *lab.Node) {
+	t.Helper()
+	// The joiner labels the node before its cleanup phase, and that
+	// phase disables the unit while the unit is still activating: wait
+	// for the unit to be disabled and no longer activating.
+	var state string
+	require.Eventually(t, func() bool {
+		state, _ = node.Guest(ctx, "systemctl show kubenode-joiner.service -p ActiveState,Result,NRestarts,UnitFileState")
+		return strings.Contains(state, "UnitFileState=disabled") && !strings.Contains(state, "ActiveState=activating")
+	}, 2*time.Minute, 3*time.Second, "node %s: unit state: %s", node.Name, state)
+	assert.Contains(t, state, "ActiveState=active", "a oneshot with RemainAfterExit stays active once done")
+	assert.Contains(t, state, "Result=success")
+	assert.Contains(t, state, "NRestarts=0")
+	journal, err := node.Guest(ctx, "journalctl -b -u kubenode-joiner.service -o cat --no-pager")
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(journal, "Starting kubenode-joiner.service"), journal)
+	assert.Equal(t, 1, strings.Count(journal, "Finished kubenode-joiner.service"), journal)
+	cfg, err := node.Guest(ctx, "stat -c %a /etc/kubenode/joiner.yaml; cat /etc/kubenode/joiner.yaml")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(cfg, "600\n"), cfg)
+	assert.NotRegexp(t, `(?m)^\s*token:\s*\S`, cfg, "the token is scrubbed from the node")
+	_, err = node.Guest(ctx, "test -s /etc/kubernetes/kubelet.conf && ! test -e /etc/kubenode/kubeadm-join.yaml")
+	assert.NoError(t, err, "node %s: kubelet.conf written, kubeadm's join config removed", node.Name)
+}
+
+// interrupt runs lab.Up and cancels its context when the lab's progress
+// first prints a line containing trigger; Up must then return the
+// interruption and leave the host as it was.
+func interrupt(t *testing.T, o lab.Options, trigger string, before []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan struct{})
+	if o.Out == nil {
+		o.Out = testWriter{t}
+	}
+	o.Out = cancelOn{o.Out, t, trigger, cancel, seen}
+	began := time.Now()
+	l, err := lab.Up(ctx, o)
+	select {
+	case <-seen:
+	default:
+		t.Fatalf("the lab never printed %q (err: %v)", trigger, err)
+	}
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "interrupted")
+	assert.Nil(t, l)
+	t.Logf("interrupted and torn down in %s from the start", time.Since(began).Round(time.Second))
+	assertTornDown(t, o.WorkDir, before)
+}
+
+// assertTornDown: the lab's work dir is gone, and the libvirt definitions,
+// pool directories and processes (hostState) are as before the lab.
+func assertTornDown(t *testing.T, work string, before []string) {
+	t.Helper()
+	_, err := os.Stat(work)
+	assert.True(t, os.IsNotExist(err), "the work dir %s is left behind", work)
+	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
+}
+
+// watch passes the lab's progress on and shows each write to fn.
+type watch struct {
+	w  io.Writer
+	fn func(string)
+}
+
+func (w watch) Write(p []byte) (int, error) {
+	w.fn(string(p))
+	return w.w.Write(p)
+}
+
+// cancelOn passes the lab's progress on and cancels once a line holds trigger.
+type cancelOn struct {
+	w       io.Writer
+	t       *testing.T
+	trigger string
+	cancel  context.CancelFunc
+	seen    chan struct{}
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.trigger) {
+		select {
+		case <-c.seen:
+		default:
+			close(c.seen)
+			c.t.Logf("test: %q seen: cancelling, as Ctrl-C does", c.trigger)
+			c.cancel()
+		}
+	}
+	return c.w.Write(p)
+}
+
+// hostState lists what a lab may leave behind: libvirt's domain and pool
+// definitions (persistent and running), the pools' directories, and the
+// QEMU and control-plane processes. It reads files, so it works with
+// libvirtd stopped.
+func hostState(t *testing.T) []string {
+	var state []string
+	for _, pattern := range []string{"/etc/libvirt/qemu/*.xml", "/run/libvirt/qemu/*.xml",
+		"/etc/libvirt/storage/*.xml", "/run/libvirt/storage/*.xml", "/var/lib/libvirt/images/*"} {
+		m, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		state = append(state, m...)
+	}
+	for _, name := range []string{"qemu-system", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "packer build"} {
+		out, _ := exec.Command("pgrep", "-af", name).Output()
+		if p := strings.TrimSpace(filterSelf(string(out))); p != "" {
+			state = append(state, "process: "+p)
+		}
+	}
+	return state
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func goBuild(t *testing.T, out, pkg string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = harness.Root()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, b)
+	return out
+}
+
+func sum(t *testing.T, path string) string {
+	t.Helper()
+	s, err := filehash.SHA256(path)
+	require.NoError(t, err)
+	return s
+}
+
+// filterSelf drops pgrep's view of this test binary and its go tool parents.
+func filterSelf(out string) string {
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || strings.Contains(line, "lab.test") || strings.Contains(line, "go test") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, "\n")
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

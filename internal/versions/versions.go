@@ -1,0 +1,490 @@
+// Package versions is the version table: every release of Kubernetes,
+// containerd, the CNI plugins, crictl and Windows Server that a node image
+// can be built with, and where each release's files are downloaded from.
+// The bake's configuration is checked against it and the node's
+// description is resolved from it.
+package versions
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The version table: every release kubenode-bake knows, and what changes
+// with it. Kubernetes and containerd rows are minor releases, whose facts
+// hold for every patch release of the minor; the CNI plugins row is a major
+// release. Adding a minor is adding a row; nothing else in the provisioner
+// names a version (TestNoVersionLiteralsOutsideTheTable checks).
+//
+// Versions are releases, vX.Y.Z for Kubernetes and the CNI plugins, X.Y.Z
+// for containerd. Pre-releases (v1.35.0-rc.1, 2.2.0-beta.0) are refused:
+// kubeadm's default pause image and the kubelet's flags of a minor are
+// settled at its release, which the row describes.
+//
+// Sources, per column:
+//   - Kubernetes PauseImage: k8s.io/kubernetes cmd/kubeadm/app/constants
+//     PauseVersion on each release branch, read at v1.30.4 and v1.30.14
+//     (3.9), v1.31.0 and v1.31.14, v1.32.2 and v1.32.13, v1.33.13 (3.10),
+//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1).
+//   - PodInfraContainerImageFlag: pkg/kubelet/config/flags.go (deprecated,
+//     "will be removed in 1.35" from v1.32; from v1.34 the value is
+//     ignored; gone in v1.35, whose kubeadm removes it from
+//     kubeadm-flags.env on upgrade: cmd/kubeadm/app/cmd/phases/upgrade/
+//     postupgrade.go, kubernetes/kubeadm#3108) and
+//     cmd/kubeadm/app/phases/kubelet/flags.go (kubeadm join writes it up to
+//     v1.34).
+//   - ContainerdConfigVersions: containerd RELEASES.md "Kubernetes Support"
+//     (v1.30 to v1.33: 2.1.0+, 2.0.x, 1.7.x; v1.34: 2.1.3+, 2.0.6+, 1.7.28+;
+//     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36 lists 2.x only).
+//   - containerd ConfigVersion and the CRI section names:
+//     kubernetes-sigs/image-builder ansible/windows/roles/runtimes/templates/config.toml
+//     (version 3 from 2.0); CNIBinDirs: containerd/containerd#11311 (2.1).
+//     RuncVersion: the runc of containerd's script/setup/runc-version on
+//     the minor's release branch (1.7.27: v1.2.5, 2.0.14: v1.3.6, 2.1.4:
+//     v1.3.0, 2.2.9: v1.3.6), or a later patch release of that runc minor.
+//   - CNI plugins: every v1 release ships the plugins and the
+//     cni-plugins-<os>-amd64-<version>.tgz assets the bake installs, and
+//     speaks CNI spec 1.0.0, the bridge config's cniVersion.
+//   - Windows rows: kubernetes-sigs/image-builder
+//     ansible/windows/roles/systemprep/tasks/main.yml and runtimes/tasks/containerd.yml
+//     (registry values, dynamic port range); MinPause: kubernetes
+//     build/pause/CHANGELOG.md (3.4: 1809, 3.6: ltsc2022; 3.10.2: ltsc2025,
+//     kubernetes/kubernetes#136960 and #138195, containerd/containerd#13156).
+//   - Download URLs, built from the version asked for:
+//     dl.k8s.io/release/<v>/bin/<os>/amd64/<binary> with <binary>.sha256;
+//     containerd's and containernetworking/plugins' GitHub release assets
+//     with their .sha256sum / .sha256 files (containernetworking/plugins
+//     scripts/release.sh); runc's runc.amd64 with runc.sha256sum.
+
+// KubernetesMinor is what holds for every patch release of a Kubernetes
+// minor release.
+type KubernetesMinor struct {
+	// Minor is "v<major>.<minor>".
+	Minor string
+	// PauseImage is kubeadm's default sandbox image for this minor
+	// (cmd/kubeadm/app/constants PauseVersion).
+	PauseImage string
+	// PodInfraContainerImageFlag: the kubelet still accepts
+	// --pod-infra-container-image (deprecated; it only kept the image from
+	// the kubelet's image garbage collection, and from v1.34 its value is
+	// ignored), and kubeadm join writes it into kubeadm-flags.env with
+	// kubeadm's own pause image. Where true, the Windows bake hands the
+	// node's pause image to kubeadm through the joiner, so kubeadm-flags.env
+	// names the image containerd actually runs; where false, a kubelet
+	// given the flag does not start.
+	PodInfraContainerImageFlag bool
+	// ContainerdConfigVersions are the config versions of the containerd
+	// releases containerd recommends for this minor (2: containerd 1.x,
+	// 3: containerd 2.x).
+	ContainerdConfigVersions []int
+}
+
+// KubernetesRelease is a Kubernetes release the bake installs: a patch
+// release of a minor in the table.
+type KubernetesRelease struct {
+	// Version is the release, vX.Y.Z.
+	Version string
+	KubernetesMinor
+}
+
+// ContainerdMinor is what holds for every patch release of a containerd
+// minor release, and the runc installed with it.
+type ContainerdMinor struct {
+	// Minor is "<major>.<minor>".
+	Minor string
+	// ConfigVersion of config.toml: 2 for containerd 1.x, 3 for 2.x.
+	ConfigVersion int
+	// CNIBinDirs: the CRI CNI section takes `bin_dirs` (a list), which
+	// replaces the deprecated `bin_dir` (containerd 2.1+).
+	CNIBinDirs  bool
+	RuncVersion string
+}
+
+// ContainerdRelease is a containerd release and the runc it ships with.
+type ContainerdRelease struct {
+	// Version is the release, X.Y.Z.
+	Version string
+	ContainerdMinor
+}
+
+// CNIPluginsMajor is a major release series of containernetworking/plugins.
+type CNIPluginsMajor struct {
+	// Major is "v<major>".
+	Major string
+}
+
+// CNIPluginsRelease is a containernetworking/plugins release.
+type CNIPluginsRelease struct {
+	// Version is the release, vX.Y.Z.
+	Version string
+}
+
+// WindowsRelease is a Windows Server release a Windows node runs.
+type WindowsRelease struct {
+	// Version is the `windows_version` value: the release's year.
+	Version string
+	// Build is the OS build number (Win32_OperatingSystem.BuildNumber).
+	Build int
+	// MinPause is the oldest registry.k8s.io/pause tag with an image for
+	// this build: a Windows container runs only on the build it was made for.
+	MinPause string
+	// Registry holds the values image-builder sets on this release only.
+	Registry []RegistryDWORD
+	// HyperV: the Hyper-V role can be installed beside Containers (when the
+	// CPU offers virtualization and SLAT, checked on the guest).
+	HyperV bool
+}
+
+// RegistryDWORD is one REG_DWORD value under HKLM.
+type RegistryDWORD struct {
+	Key   string // under HKLM:\, e.g. SYSTEM\CurrentControlSet\Services\hns\State
+	Name  string
+	Value uint32
+	// Why is shown in the generated script.
+	Why string
+}
+
+// PortRange is a dynamic (ephemeral) port range.
+type PortRange struct{ Start, Count int }
+
+// UpstreamPause is the pause image repository whose Windows variants the
+// MinPause column describes.
+const UpstreamPause = "registry.k8s.io/pause"
+
+const featureOverrides = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureManagement\Overrides`
+
+// Rows, oldest first. The last Windows row is the default. Read them,
+// never change them (a test may swap a row and put it back).
+var (
+	KubernetesMinors = []KubernetesMinor{
+		{Minor: "v1.30", PauseImage: UpstreamPause + ":3.9", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.31", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.32", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.33", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.34", PauseImage: UpstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.35", PauseImage: UpstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3}},
+	}
+	ContainerdMinors = []ContainerdMinor{
+		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6"},
+		{Minor: "2.0", ConfigVersion: 3, RuncVersion: "v1.3.6"},
+		{Minor: "2.1", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
+		{Minor: "2.2", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.6"},
+	}
+	CNIPluginsMajors = []CNIPluginsMajor{
+		{Major: "v1"},
+	}
+	// The releases a key left unset installs.
+	Defaults = struct{ Kubernetes, Containerd, CNIPlugins string }{
+		Kubernetes: "v1.33.13", Containerd: "2.1.4", CNIPlugins: "v1.6.2",
+	}
+	WindowsReleases = []WindowsRelease{
+		{Version: "2019", Build: 17763, MinPause: "3.4", HyperV: true, Registry: []RegistryDWORD{
+			{`SYSTEM\CurrentControlSet\Services\hns\State`, "HNSControlFlag", 80, "HNS fixes 0x40 and 0x10 of the 2022-11B update"},
+			{`SYSTEM\CurrentControlSet\Services\wcifs`, "WcifsSOPCountDisabled", 0, "WCIFS fix of the 2022-10B update"},
+		}},
+		{Version: "2022", Build: 20348, MinPause: "3.6", HyperV: true, Registry: []RegistryDWORD{
+			{featureOverrides, "1114842764", 0, "VFP lock-contention change of the 2025-4B update off: it broke the Windows test grid"},
+		}},
+		{Version: "2025", Build: 26100, MinPause: "3.10.2", HyperV: true, Registry: []RegistryDWORD{
+			{featureOverrides, "520997518", 1, "VFP lock-contention change on (a networking fix)"},
+		}},
+	}
+)
+
+// Windows settings that hold on every release in the table.
+var (
+	// WindowsRegistry is set on every release (image-builder's containerd role).
+	WindowsRegistry = []RegistryDWORD{
+		{`SYSTEM\CurrentControlSet\Services\hns\State`, "EnableCompartmentNamespace", 1, "DNS resolution of SMB shares from containers"},
+	}
+	// WindowsDynamicTCPPorts widens the ephemeral range against port
+	// exhaustion on busy nodes (image-builder's systemprep role).
+	WindowsDynamicTCPPorts = PortRange{Start: 34000, Count: 31536}
+)
+
+func lookup[R any](key, version string, rows []R, id func(R) string) (R, error) {
+	if version == "" {
+		return rows[len(rows)-1], nil
+	}
+	var known []string
+	for _, r := range rows {
+		if id(r) == version {
+			return r, nil
+		}
+		known = append(known, id(r))
+	}
+	var zero R
+	return zero, fmt.Errorf("%s: %q is not in kubenode-bake's version table (known: %s)", key, version, strings.Join(known, ", "))
+}
+
+// releaseVersion matches a release version: major.minor.patch in decimal,
+// with an optional leading v (checked separately), nothing after.
+var releaseVersion = regexp.MustCompile(`^(v?)(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// lookupRelease finds the row of a release version: the row whose id is
+// the version's major.minor (series "minor") or major (series "major").
+// prefix is "v" where the project writes its versions with a v.
+func lookupRelease[R any](key, version, prefix, series string, rows []R, id func(R) string) (R, error) {
+	var zero R
+	var known []string
+	for _, r := range rows {
+		known = append(known, id(r))
+	}
+	allowed := fmt.Sprintf("any release %sX.Y.Z of the %s releases %s", prefix, series, strings.Join(known, ", "))
+	m := releaseVersion.FindStringSubmatch(version)
+	switch {
+	case m == nil && releaseVersion.MatchString(strings.SplitN(version, "-", 2)[0]):
+		return zero, fmt.Errorf("%s: %q is a pre-release; kubenode-bake installs releases only; allowed: %s", key, version, allowed)
+	case m == nil:
+		return zero, fmt.Errorf("%s: %q is not a release version %sX.Y.Z; allowed: %s", key, version, prefix, allowed)
+	case m[1] != prefix:
+		return zero, fmt.Errorf("%s: %q: write it %s (releases are %sX.Y.Z); allowed: %s", key, version, prefix+strings.TrimPrefix(version, "v"), prefix, allowed)
+	}
+	want := prefix + m[2]
+	if series == "minor" {
+		want += "." + m[3]
+	}
+	for _, r := range rows {
+		if id(r) == want {
+			return r, nil
+		}
+	}
+	return zero, fmt.Errorf("%s: %s is a release of %s, which is not in kubenode-bake's version table; allowed: %s", key, version, want, allowed)
+}
+
+// LookupKubernetes finds a Kubernetes release: any patch release vX.Y.Z of
+// a minor in the table ("" is the default).
+func LookupKubernetes(v string) (KubernetesRelease, error) {
+	if v == "" {
+		v = Defaults.Kubernetes
+	}
+	m, err := lookupRelease("kubernetes_version", v, "v", "minor", KubernetesMinors, func(r KubernetesMinor) string { return r.Minor })
+	if err != nil {
+		return KubernetesRelease{}, err
+	}
+	return KubernetesRelease{Version: v, KubernetesMinor: m}, nil
+}
+
+// LookupContainerd finds a containerd release: any patch release X.Y.Z of a
+// minor in the table ("" is the default).
+func LookupContainerd(v string) (ContainerdRelease, error) {
+	if v == "" {
+		v = Defaults.Containerd
+	}
+	m, err := lookupRelease("containerd_version", v, "", "minor", ContainerdMinors, func(r ContainerdMinor) string { return r.Minor })
+	if err != nil {
+		return ContainerdRelease{}, err
+	}
+	return ContainerdRelease{Version: v, ContainerdMinor: m}, nil
+}
+
+// LookupCNIPlugins finds a CNI plugins release: any release vX.Y.Z of a
+// major in the table ("" is the default).
+func LookupCNIPlugins(v string) (CNIPluginsRelease, error) {
+	if v == "" {
+		v = Defaults.CNIPlugins
+	}
+	if _, err := lookupRelease("cni_plugins_version", v, "v", "major", CNIPluginsMajors, func(r CNIPluginsMajor) string { return r.Major }); err != nil {
+		return CNIPluginsRelease{}, err
+	}
+	return CNIPluginsRelease{Version: v}, nil
+}
+
+// LookupWindows finds a Windows Server release by year ("" is the newest).
+func LookupWindows(v string) (WindowsRelease, error) {
+	return lookup("windows_version", v, WindowsReleases, func(r WindowsRelease) string { return r.Version })
+}
+
+// LookupWindowsBuild finds the Windows Server release of an OS build number,
+// as the guest reports it.
+func LookupWindowsBuild(build int) (WindowsRelease, error) {
+	var known []string
+	for _, r := range WindowsReleases {
+		if r.Build == build {
+			return r, nil
+		}
+		known = append(known, fmt.Sprintf("%d (Windows Server %s)", r.Build, r.Version))
+	}
+	return WindowsRelease{}, fmt.Errorf("windows_version: the guest runs Windows build %d, which is not in kubenode-bake's version table (known: %s)",
+		build, strings.Join(known, ", "))
+}
+
+// LinuxArtifacts are the release's binaries for linux/amd64 from dl.k8s.io,
+// each with its published .sha256.
+func (k KubernetesRelease) LinuxArtifacts() []Artifact {
+	var out []Artifact
+	for _, b := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl} {
+		u := "https://dl.k8s.io/release/" + k.Version + "/bin/linux/amd64/" + b
+		out = append(out, Artifact{Name: b, FileName: b, URL: u, ChecksumURL: u + ".sha256"})
+	}
+	return out
+}
+
+// WindowsArtifacts are the release's binaries for windows/amd64 from
+// dl.k8s.io (kube-log-runner runs the kubelet service and writes its log),
+// each with its published .sha256.
+func (k KubernetesRelease) WindowsArtifacts() []Artifact {
+	var out []Artifact
+	for _, b := range []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner} {
+		u := "https://dl.k8s.io/release/" + k.Version + "/bin/windows/amd64/" + b + ".exe"
+		out = append(out, Artifact{Name: b, FileName: b + ".exe", URL: u, ChecksumURL: u + ".sha256"})
+	}
+	return out
+}
+
+// LinuxArtifacts are containerd's release tarball and runc's binary, from
+// their GitHub releases, with the published checksums.
+func (c ContainerdRelease) LinuxArtifacts() []Artifact {
+	tarball := "containerd-" + c.Version + "-linux-amd64.tar.gz"
+	ctrURL := "https://github.com/containerd/containerd/releases/download/v" + c.Version + "/" + tarball
+	runcURL := "https://github.com/opencontainers/runc/releases/download/" + c.RuncVersion + "/runc.amd64"
+	return []Artifact{
+		{Name: ArtifactContainerd, FileName: tarball, URL: ctrURL, ChecksumURL: ctrURL + ".sha256sum"},
+		{Name: ArtifactRunc, FileName: "runc.amd64", URL: runcURL,
+			ChecksumURL: "https://github.com/opencontainers/runc/releases/download/" + c.RuncVersion + "/runc.sha256sum"},
+	}
+}
+
+// WindowsArtifact is containerd's windows/amd64 release tarball (bin/ holds
+// containerd.exe, ctr.exe and the runhcs shim; Windows needs no runc).
+func (c ContainerdRelease) WindowsArtifact() Artifact {
+	tarball := "containerd-" + c.Version + "-windows-amd64.tar.gz"
+	u := "https://github.com/containerd/containerd/releases/download/v" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactContainerd, FileName: tarball, URL: u, ChecksumURL: u + ".sha256sum"}
+}
+
+// LinuxArtifact is the CNI plugins tarball for linux/amd64.
+func (c CNIPluginsRelease) LinuxArtifact() Artifact {
+	tarball := "cni-plugins-linux-amd64-" + c.Version + ".tgz"
+	u := "https://github.com/containernetworking/plugins/releases/download/" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactCNIPlugins, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}
+
+// WindowsArtifact is the CNI plugins tarball for windows/amd64
+// (host-local.exe, win-bridge.exe, win-overlay.exe).
+func (c CNIPluginsRelease) WindowsArtifact() Artifact {
+	tarball := "cni-plugins-windows-amd64-" + c.Version + ".tgz"
+	u := "https://github.com/containernetworking/plugins/releases/download/" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactCNIPlugins, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}
+
+// WindowsPauseImage is the default pause image of a Windows node: kubeadm's
+// for the Kubernetes release, raised to the first upstream tag that has an
+// image for the Windows build.
+func WindowsPauseImage(k KubernetesRelease, w WindowsRelease) string {
+	if tag, ok := upstreamPauseTag(k.PauseImage); ok && CompareVersions(tag, w.MinPause) >= 0 {
+		return k.PauseImage
+	}
+	return UpstreamPause + ":" + w.MinPause
+}
+
+// CheckWindowsPause refuses an upstream pause image too old to have an image
+// for the Windows build. Other repositories (a mirror, mcr.microsoft.com)
+// tag their builds their own way and are not checked.
+func CheckWindowsPause(image string, w WindowsRelease) error {
+	tag, ok := upstreamPauseTag(image)
+	if !ok || CompareVersions(tag, w.MinPause) >= 0 {
+		return nil
+	}
+	return fmt.Errorf("pause_image: %s has no image for Windows Server %s (build %d): the minimum is %s:%s; leave pause_image unset for that default",
+		image, w.Version, w.Build, UpstreamPause, w.MinPause)
+}
+
+// upstreamPauseTag returns the numeric tag of registry.k8s.io/pause:<tag>.
+func upstreamPauseTag(image string) (string, bool) {
+	repo, tag, ok := strings.Cut(image, ":")
+	if !ok || repo != UpstreamPause || parseVersion(tag) == nil {
+		return "", false
+	}
+	return tag, true
+}
+
+// parseVersion reads "3.10.2" (an optional leading v) as [3 10 2]; nil if
+// it is not dotted numbers.
+func parseVersion(v string) []int {
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// CompareVersions compares dotted versions numerically; a missing part is 0.
+func CompareVersions(a, b string) int {
+	va, vb := parseVersion(a), parseVersion(b)
+	for len(va) < len(vb) {
+		va = append(va, 0)
+	}
+	for len(vb) < len(va) {
+		vb = append(vb, 0)
+	}
+	return slices.Compare(va, vb)
+}
+
+// crictl (kubernetes-sigs/cri-tools) releases. cri-tools makes one minor
+// release per Kubernetes minor (its README's compatibility matrix: cri-tools
+// >= 1.27 for Kubernetes >= 1.27); each row is the Kubernetes minor and the
+// newest cri-tools release of the same minor, which a build installs when
+// `crictl_version` is unset. Read from the repository's release tags
+// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0). Downloads:
+// crictl-<v>-<os>-amd64.tar.gz (crictl or crictl.exe alone) with a
+// .sha256 beside it holding the bare digest (cri-tools hack/release.sh).
+type CrictlRow struct {
+	// Minor is the Kubernetes (and cri-tools) minor, "v<major>.<minor>".
+	Minor string
+	// Version is the cri-tools release installed by default for it.
+	Version string
+}
+
+// CrictlRelease is a cri-tools release the bake installs.
+type CrictlRelease struct {
+	// Version is the release, vX.Y.Z.
+	Version string
+}
+
+var CrictlRows = []CrictlRow{
+	{Minor: "v1.30", Version: "v1.30.1"},
+	{Minor: "v1.31", Version: "v1.31.1"},
+	{Minor: "v1.32", Version: "v1.32.0"},
+	{Minor: "v1.33", Version: "v1.33.0"},
+	{Minor: "v1.34", Version: "v1.34.0"},
+	{Minor: "v1.35", Version: "v1.35.0"},
+}
+
+// LookupCrictl finds the crictl release to install: v, any release vX.Y.Z
+// of a cri-tools minor in the table, or with v empty the row of the
+// Kubernetes release's minor.
+func LookupCrictl(v string, k KubernetesRelease) (CrictlRelease, error) {
+	if v == "" {
+		for _, r := range CrictlRows {
+			if r.Minor == k.Minor {
+				return CrictlRelease{Version: r.Version}, nil
+			}
+		}
+		return CrictlRelease{}, fmt.Errorf("crictl_version: the version table has no cri-tools release for Kubernetes %s; set crictl_version, or install_crictl = false", k.Minor)
+	}
+	if _, err := lookupRelease("crictl_version", v, "v", "minor", CrictlRows, func(r CrictlRow) string { return r.Minor }); err != nil {
+		return CrictlRelease{}, err
+	}
+	return CrictlRelease{Version: v}, nil
+}
+
+// LinuxArtifact is crictl's linux/amd64 release tarball.
+func (c CrictlRelease) LinuxArtifact() Artifact { return c.artifact("linux") }
+
+// WindowsArtifact is crictl's windows/amd64 release tarball (crictl.exe).
+func (c CrictlRelease) WindowsArtifact() Artifact { return c.artifact("windows") }
+
+func (c CrictlRelease) artifact(os string) Artifact {
+	tarball := "crictl-" + c.Version + "-" + os + "-amd64.tar.gz"
+	u := "https://github.com/kubernetes-sigs/cri-tools/releases/download/" + c.Version + "/" + tarball
+	return Artifact{Name: ArtifactCrictl, FileName: tarball, URL: u, ChecksumURL: u + ".sha256"}
+}

@@ -1,0 +1,49 @@
+package guesttest
+
+import (
+	"context"
+	"io"
+	"os"
+	"regexp"
+	"sync"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// Linux is a communicator double for a Linux guest on which every step
+// succeeds except those in Fail (step name -> output), which exit 1. Steps
+// are the steps run, in order.
+type Linux struct {
+	mu    sync.Mutex
+	Fail  map[string]string
+	Steps []string
+}
+
+var linuxStepScript = regexp.MustCompile(`sh '/var/tmp/kubenode-bake/\d\d-([a-z-]+)\.sh'$`)
+
+func (g *Linux) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
+	g.mu.Lock()
+	out, code := "", 0
+	switch m := linuxStepScript.FindStringSubmatch(cmd.Command); {
+	case cmd.Command == "id -u":
+		out = "0\n"
+	case m != nil:
+		g.Steps = append(g.Steps, m[1])
+		if o, ok := g.Fail[m[1]]; ok {
+			out, code = o, 1
+		} else {
+			out = "ok: " + m[1] + "\n"
+		}
+	}
+	g.mu.Unlock()
+	go func() {
+		_, _ = io.WriteString(cmd.Stdout, out)
+		cmd.SetExited(code)
+	}()
+	return nil
+}
+
+func (g *Linux) Upload(string, io.Reader, *os.FileInfo) error { return nil }
+func (g *Linux) UploadDir(string, string, []string) error     { return nil }
+func (g *Linux) Download(string, io.Writer) error             { return nil }
+func (g *Linux) DownloadDir(string, string, []string) error   { return nil }

@@ -1,0 +1,234 @@
+// Package guesttest holds communicator doubles of a Linux and a Windows
+// guest, a UI that records what it shows, and test fixtures, for the tests
+// of the bake and of its operating systems' packages. It imports neither
+// operating system's package: it plays the guest's side of the protocol.
+package guesttest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf16"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+// Windows is a communicator double for a Windows guest. It records
+// uploads and commands, checks artifacts the way the verify script does
+// (it reads the uploaded script), answers the boot check, and simulates the
+// restart: after the shutdown command it first still answers with the old
+// boot time, then refuses connections, then reports servicing, then the
+// new boot.
+type Windows struct {
+	mu       sync.Mutex
+	Files    map[string][]byte
+	Log      []string // "upload <path>", "mkdir", "<step>", "restart", "boot-check"
+	Commands []string
+
+	Exit         map[string]int    // step -> exit code
+	Output       map[string]string // step -> output
+	NeedsRestart bool
+	// updates is each windows-update round's output; after them a round
+	// finds nothing.
+	Updates []string
+	Corrupt string // upload path whose bytes arrive damaged
+
+	Boot      int
+	Lingering int // boot checks after the shutdown that still see the old boot
+	DownFor   int // Start calls refused after that
+	Servicing int // boot checks after that which report servicing
+	NeverBack bool
+	Refused   int
+
+	Build string // what the guest reports as its Windows build
+}
+
+// NewWindows is a Windows guest whose every step succeeds.
+func NewWindows() *Windows {
+	return &Windows{Files: map[string][]byte{}, Exit: map[string]int{}, Output: map[string]string{}}
+}
+
+var (
+	fileArg = regexp.MustCompile(`-File "([^"]+)"$`)
+	// EncodedRE finds the script of a -EncodedCommand.
+	EncodedRE = regexp.MustCompile(`-EncodedCommand ([A-Za-z0-9+/=]+)$`)
+	artifact  = regexp.MustCompile(`Test-KubenodeArtifact -Name '([^']+)' -Path '([^']+)' -Want '([0-9a-f]+)'`)
+)
+
+// DecodeEncoded undoes -EncodedCommand: base64 of UTF-16LE.
+func DecodeEncoded(b64 string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(raw)%2 != 0 {
+		return "", fmt.Errorf("not base64 of UTF-16LE: %v", err)
+	}
+	u := make([]uint16, len(raw)/2)
+	for i := range u {
+		u[i] = uint16(raw[2*i]) | uint16(raw[2*i+1])<<8
+	}
+	return string(utf16.Decode(u)), nil
+}
+
+func (g *Windows) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Commands = append(g.Commands, cmd.Command)
+	if g.Boot > 0 && g.Lingering == 0 && (g.NeverBack || g.DownFor > 0) {
+		g.DownFor--
+		g.Refused++
+		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused")
+	}
+	out, code := g.handle(cmd.Command)
+	go func() {
+		if cmd.Stdout != nil {
+			_, _ = io.WriteString(cmd.Stdout, out)
+		}
+		cmd.SetExited(code)
+	}()
+	return nil
+}
+
+func (g *Windows) handle(command string) (string, int) {
+	switch {
+	case strings.HasPrefix(command, "shutdown /r /t 5 "):
+		g.Log = append(g.Log, "restart")
+		g.Boot++
+		return "", 0
+	case EncodedRE.MatchString(command):
+		script, err := DecodeEncoded(EncodedRE.FindStringSubmatch(command)[1])
+		switch {
+		case err != nil:
+			return "Cannot process the command because the value specified with -EncodedCommand is not properly encoded", 1
+		case strings.Contains(script, "kubenode-boot"):
+			g.Log = append(g.Log, "boot-check")
+			boot, servicing := g.Boot, false
+			if g.Boot > 0 && g.Lingering > 0 {
+				g.Lingering--
+				boot--
+			} else if g.Boot > 0 && g.Servicing > 0 {
+				g.Servicing--
+				servicing = true
+			}
+			return fmt.Sprintf("kubenode-boot: 2026-11-22T10:%02d:00.0000000Z servicing=%t\r\n", boot, servicing), 0
+		case strings.HasPrefix(script, "New-Item -ItemType Directory"):
+			g.Log = append(g.Log, "mkdir")
+			return "", 0
+		case strings.Contains(script, "Win32_OperatingSystem).BuildNumber"):
+			return g.Build + "\r\n", 0
+		case strings.Contains(script, "'kubenode-os: '"):
+			return "kubenode-os: " + g.Build + " Windows Server 2022 Datacenter\r\n", 0
+		case strings.Contains(script, "kubenode-joiner.exe' version"):
+			return "joiner v0.9.1\r\n", 0
+		}
+		return "unknown encoded command: " + script, 1
+	case fileArg.MatchString(command):
+		file := fileArg.FindStringSubmatch(command)[1]
+		script, ok := g.Files[remote.UploadPath(file)]
+		if !ok {
+			return "The argument '" + file + "' to the -File parameter does not exist.", 1
+		}
+		// The script's name without its order prefix: the step.
+		_, step, _ := strings.Cut(strings.TrimSuffix(path.Base(remote.UploadPath(file)), ".ps1"), "-")
+		g.Log = append(g.Log, step)
+		if step == "verify-artifacts" {
+			return g.verify(string(script))
+		}
+		if step == "windows-update" {
+			round := 0
+			for _, e := range g.Log {
+				if e == step {
+					round++
+				}
+			}
+			if round <= len(g.Updates) {
+				return g.Updates[round-1], g.Exit[step]
+			}
+			return "ok: no update to install\r\nok: no restart needed\r\n", g.Exit[step]
+		}
+		out := "changed: did " + step + "\r\n" + g.Output[step]
+		if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
+			out += "kubenode-bake: restart required\r\n"
+		}
+		return out, g.Exit[step]
+	}
+	return "'" + command + "' is not recognized as an internal or external command", 1
+}
+
+// verify does what the verify script does, from its own lines.
+func (g *Windows) verify(script string) (string, int) {
+	var out strings.Builder
+	code := 0
+	for _, m := range artifact.FindAllStringSubmatch(script, -1) {
+		name, p, want := m[1], m[2], m[3]
+		data, ok := g.Files[remote.UploadPath(p)]
+		if !ok {
+			fmt.Fprintf(&out, "missing: artifact %s: %s is not on the guest\r\n", name, p)
+			code = 1
+			continue
+		}
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			fmt.Fprintf(&out, "mismatch: artifact %s: %s has sha256 %s, want %s\r\n", name, p, got, want)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(&out, "ok: artifact %s\r\n", name)
+	}
+	return out.String(), code
+}
+
+func (g *Windows) Upload(p string, r io.Reader, _ *os.FileInfo) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if strings.Contains(p, `\`) {
+		return fmt.Errorf("upload path %q: the SSH communicator needs forward slashes", p)
+	}
+	if p == g.Corrupt {
+		data = append(data, 0)
+	}
+	g.Files[p] = data
+	g.Log = append(g.Log, "upload "+p)
+	return nil
+}
+
+func (g *Windows) UploadDir(string, string, []string) error { return errors.New("not used") }
+func (g *Windows) Download(string, io.Writer) error         { return errors.New("not used") }
+func (g *Windows) DownloadDir(string, string, []string) error {
+	return errors.New("not used")
+}
+
+// Steps is the log without uploads and boot checks.
+// Snapshot returns the recorded commands, log and refusals under the lock:
+// a Start the flow gave up waiting for may still be running.
+func (g *Windows) Snapshot() (commands, log []string, refused int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.Commands), slices.Clone(g.Log), g.Refused
+}
+
+func (g *Windows) Steps() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, e := range g.Log {
+		if !strings.HasPrefix(e, "upload ") && e != "boot-check" {
+			out = append(out, e)
+		}
+	}
+	return out
+}

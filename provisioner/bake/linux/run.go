@@ -1,0 +1,164 @@
+package linux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+// Run bakes a Linux guest over the communicator: as root (or with sudo),
+// the artifacts uploaded to Staging and checked there, then each of
+// Steps' scripts, the first of which (settle) runs before the uploads. It returns what was baked, for the image's manifest, and
+// how many changes the steps made.
+func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts []versions.Artifact) (baked.Record, int, error) {
+	_, uid, err := r.Exec(ctx, "id -u")
+	uid = strings.TrimSpace(uid)
+	if err != nil {
+		return baked.Record{}, 0, err
+	}
+	if uid != "0" {
+		r.Sudo = "sudo -n "
+		if code, _, err := r.Exec(ctx, "sudo -n true"); err != nil || code != 0 {
+			return baked.Record{}, 0, errors.New("the communicator's user is not root and cannot sudo without a password: kubenode-bake needs one of both")
+		}
+	}
+	if plan.Generalize && !plan.KeepBuildAccount {
+		// The communicator's user is the build account (sudo runs the
+		// scripts as root, so they cannot ask themselves).
+		code, name, err := r.Exec(ctx, "id -un")
+		name = strings.TrimSpace(name)
+		if err != nil || code != 0 || name == "" {
+			return baked.Record{}, 0, fmt.Errorf("asking the guest for the build account's name (`id -un`): exit %d, %v: %s", code, err, name)
+		}
+		plan.LockAccount = name
+		ui.Say(fmt.Sprintf("kubenode-bake: generalize locks the build account %s on the first boot of every VM from this image (keep_build_account = true keeps it)", name))
+	}
+	// Owned by the communicator's user, who uploads into it; private.
+	if _, err := r.Run(ctx, "staging", r.Sudo+"install -d -m 0700 -o "+q(uid)+" "+q(Staging)); err != nil {
+		return baked.Record{}, 0, err
+	}
+	changed := 0
+	images := []baked.Image{}
+	steps := Steps(plan)
+	runStep := func(i int) error {
+		s := steps[i]
+		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		script := path.Join(Staging, fmt.Sprintf("%02d-%s.sh", i+1, s.Name))
+		if err := r.Comm.Upload(script, strings.NewReader(string(s.Script)), nil); err != nil {
+			return fmt.Errorf("step %s: uploading its script: %w", s.Name, err)
+		}
+		out, err := r.Run(ctx, s.Name, r.Sudo+"sh "+q(script))
+		if err != nil {
+			return node.SelfCheckFailure(s.Name, out, err)
+		}
+		if s.Name == node.StepImages {
+			images = node.ParseImageListing(out)
+		}
+		changed += strings.Count(out, "changed: ")
+		return nil
+	}
+	// The guest settles (cloud-init, the dpkg lock) while nothing of the
+	// bake's is on it yet.
+	if err := runStep(0); err != nil {
+		return baked.Record{}, 0, err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts", len(arts)))
+	var sums strings.Builder
+	for _, a := range arts {
+		dest := path.Join(Staging, a.FileName)
+		ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, dest))
+		if err := r.Upload(a.Local, dest); err != nil {
+			return baked.Record{}, 0, fmt.Errorf("uploading artifact %s: %w", a.Name, err)
+		}
+		fmt.Fprintf(&sums, "%s  %s\n", a.SHA256, a.FileName)
+	}
+	// The guest checks what arrived before anything is installed.
+	check := fmt.Sprintf("cd %s && printf %%s %s | sha256sum --check --strict -", q(Staging), q(sums.String()))
+	if _, err := r.Run(ctx, "verify-artifacts", check); err != nil {
+		return baked.Record{}, 0, fmt.Errorf("the artifacts on the guest do not match their checksums: %w", err)
+	}
+	for i := 1; i < len(steps); i++ {
+		if err := runStep(i); err != nil {
+			return baked.Record{}, 0, err
+		}
+	}
+	facts, err := linuxFacts(ctx, r, plan, arts)
+	if err != nil {
+		return baked.Record{}, 0, err
+	}
+	facts.Images = images
+	guest, err := linuxGuestOS(ctx, r)
+	if err != nil {
+		return baked.Record{}, 0, err
+	}
+	return baked.Record{Facts: facts, OS: guest}, changed, nil
+}
+
+// Staging is where artifacts and scripts go on a Linux guest.
+const Staging = "/var/tmp/kubenode-bake"
+
+// linuxFacts asks the guest what it now runs, for the image's manifest.
+func linuxFacts(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
+	f := baked.Facts{Kubernetes: plan.KubernetesVersion, PauseImage: plan.PauseImage, Checksums: map[string]string{}}
+	for _, a := range arts {
+		f.Checksums[a.Name] = a.SHA256
+	}
+	ask := func(what, command string) (string, error) {
+		code, out, err := r.Exec(ctx, command)
+		out = strings.TrimSpace(out)
+		if err != nil || code != 0 {
+			return "", fmt.Errorf("asking the guest for the %s version (`%s`): exit %d, %v: %s", what, command, code, err, out)
+		}
+		return out, nil
+	}
+	var err error
+	if f.Containerd, err = ask("containerd", "containerd --version | awk '{print $3}'"); err != nil {
+		return f, err
+	}
+	if plan.ContainerdSource == "package" {
+		f.CNIPlugins, err = ask("CNI plugins", "dpkg-query -W -f='${Version}' containernetworking-plugins 2>/dev/null || rpm -q --qf '%{VERSION}' containernetworking-plugins")
+	} else {
+		f.CNIPlugins = strings.TrimPrefix(strings.TrimSuffix(plan.CNITarball, ".tgz"), "cni-plugins-linux-amd64-")
+	}
+	if err != nil {
+		return f, err
+	}
+	if len(plan.JoinerConfig) > 0 {
+		if f.Joiner, err = ask("joiner", units.LinuxJoinerPath+" version | awk '{print $2}'"); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// osReleaseCommand prints os-release's ID, VERSION_ID and PRETTY_NAME, one
+// a line; /usr/lib/os-release is the fallback os-release(5) names.
+const osReleaseCommand = `sh -c 'if [ -r /etc/os-release ]; then . /etc/os-release; else . /usr/lib/os-release; fi && printf "%s\n%s\n%s\n" "${ID:-}" "${VERSION_ID:-}" "${PRETTY_NAME:-}"'`
+
+// linuxGuestOS asks the guest which OS it runs, for the image's manifest.
+func linuxGuestOS(ctx context.Context, r *remote.Remote) (baked.GuestOS, error) {
+	code, out, err := r.Exec(ctx, osReleaseCommand)
+	if err != nil || code != 0 {
+		return baked.GuestOS{}, fmt.Errorf("asking the guest for its OS (/etc/os-release): exit %d, %v: %s", code, err, strings.TrimSpace(out))
+	}
+	return parseOSRelease(out), nil
+}
+
+// parseOSRelease reads osReleaseCommand's output.
+func parseOSRelease(out string) baked.GuestOS {
+	lines := strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n")
+	for len(lines) < 3 {
+		lines = append(lines, "")
+	}
+	return baked.GuestOS{ID: strings.TrimSpace(lines[0]), Version: strings.TrimSpace(lines[1]), Name: strings.TrimSpace(lines[2])}
+}

@@ -1,0 +1,178 @@
+package bake
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
+)
+
+// linuxPlan turns the configuration into the Linux plan and the artifacts
+// it needs.
+func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
+	k8s, err := versions.LookupKubernetes(c.KubernetesVersion)
+	if err != nil {
+		return linux.Plan{}, nil, err
+	}
+	plan := linux.Plan{
+		KubernetesVersion: k8s.Version,
+		PauseImage:        c.PauseImage,
+		ContainerdSource:  c.ContainerdSource,
+		CNI:               c.CNI,
+		BridgeSubnet:      c.BridgeSubnet,
+		CgroupDriver:      "systemd",
+		Proxy:             node.Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
+		Generalize:        *c.Generalize,
+		Staging:           linux.Staging,
+		SettleTimeout:     c.SettleTimeout,
+	}
+	if plan.PauseImage == "" {
+		plan.PauseImage = k8s.PauseImage
+	}
+	arts := k8s.LinuxArtifacts()
+	if c.ContainerdSource == "tarball" {
+		ctr, err := versions.LookupContainerd(c.ContainerdVersion)
+		if err != nil {
+			return linux.Plan{}, nil, err
+		}
+		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion)
+		if err != nil {
+			return linux.Plan{}, nil, err
+		}
+		ctrArts := ctr.LinuxArtifacts()
+		cniArt := cni.LinuxArtifact()
+		arts = append(append(arts, ctrArts...), cniArt)
+		plan.ContainerdTarball, plan.RuncBinary, plan.CNITarball = ctrArts[0].FileName, ctrArts[1].FileName, cniArt.FileName
+	}
+	if arts, err = c.linuxBasics(&plan, k8s, arts); err != nil {
+		return linux.Plan{}, nil, err
+	}
+	if *c.InstallJoiner {
+		arts = append(arts, versions.Artifact{Name: versions.ArtifactJoiner, FileName: "kubenode-joiner"})
+		plan.JoinerConfig, err = c.joinerConfig(joinerconfig.DefaultCRISocket)
+		if err != nil {
+			return linux.Plan{}, nil, err
+		}
+	}
+	return plan, arts, nil
+}
+
+// joinerConfig is the joiner's configuration baked into the image: how the
+// node registers. The seed disc adds the join credentials at first boot.
+func (c *Config) joinerConfig(criSocket string) ([]byte, error) {
+	jc := joinerconfig.New()
+	jc.CRISocket = criSocket
+	jc.Labels = c.NodeLabels
+	for _, name := range sortedKeys(c.KubeletExtraArgs) {
+		jc.KubeletExtraArgs = append(jc.KubeletExtraArgs, kubeadmv1.Arg{Name: name, Value: c.KubeletExtraArgs[name]})
+	}
+	return jc.Marshal()
+}
+
+// windowsPlan turns the configuration into the Windows plan for the
+// guest's release and the artifacts it needs.
+func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versions.Artifact, error) {
+	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion)
+	ctr, errC := versions.LookupContainerd(c.ContainerdVersion)
+	cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion)
+	if err := errors.Join(errK, errC, errN); err != nil {
+		return windows.Plan{}, nil, err
+	}
+	if c.ContainerdSource == "package" {
+		return windows.Plan{}, nil, errors.New(windows.NoContainerdPackage)
+	}
+	plan := windows.Plan{
+		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
+		PauseImage:           c.PauseImage,
+		Proxy:                node.Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
+		CNI:                  c.CNI,
+		DefenderExclusions:   c.DefenderExclusions == nil || *c.DefenderExclusions,
+		HyperV:               c.HyperV,
+		InstallJoiner:        c.InstallJoiner == nil || *c.InstallJoiner,
+		NodeLabels:           c.NodeLabels,
+		KubeletExtraArgs:     c.KubeletExtraArgs,
+		RestartTimeout:       c.RestartTimeout,
+		WindowsUpdate:        c.WindowsUpdate,
+		WindowsUpdateTimeout: c.WindowsUpdateTimeout,
+		Generalize:           c.Generalize == nil || *c.Generalize,
+	}
+	if plan.Generalize {
+		var err error
+		if plan.FirstBoot, err = c.windowsFirstBoot(); err != nil {
+			return windows.Plan{}, nil, err
+		}
+	}
+	if err := c.windowsImages(&plan); err != nil {
+		return windows.Plan{}, nil, err
+	}
+	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
+	if plan.InstallJoiner {
+		arts = append(arts, versions.Artifact{Name: versions.ArtifactJoiner, FileName: windows.JoinerFileName})
+	}
+	plan, arts, errB := c.windowsBasics(plan, arts)
+	if errB != nil {
+		return windows.Plan{}, nil, errB
+	}
+	plan = plan.WithDefaults()
+	if err := plan.Validate(); err != nil {
+		return windows.Plan{}, nil, err
+	}
+	return plan, arts, nil
+}
+
+// windowsFirstBoot renders the clone's first-boot answer file: a random
+// computer name, OOBE skipped, the joiner service set to start (specialize
+// pass, as SYSTEM: a clone has no automatic logon, so first-logon commands
+// would wait for someone to log on), and the Administrator password
+// clone_admin_password or a random one.
+func (c *Config) windowsFirstBoot() ([]byte, error) {
+	pw := c.CloneAdminPassword
+	if pw == "" {
+		var err error
+		if pw, err = randomWindowsPassword(); err != nil {
+			return nil, fmt.Errorf("clone_admin_password: making a random one: %w", err)
+		}
+	}
+	xml, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: pw})
+	if err != nil {
+		return nil, fmt.Errorf("clone_admin_password: %w", err)
+	}
+	return xml, nil
+}
+
+// randomWindowsPassword is 32 characters with each class Windows' password
+// policy counts (upper, lower, digit, symbol).
+func randomWindowsPassword() (string, error) {
+	classes := []string{"ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstuvwxyz", "23456789", "-_.!#%+="}
+	all := strings.Join(classes, "")
+	pick := func(set string) (byte, error) {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
+		if err != nil {
+			return 0, err
+		}
+		return set[n.Int64()], nil
+	}
+	var b []byte
+	for i := 0; i < 32; i++ {
+		set := all
+		if i < len(classes) {
+			set = classes[i]
+		}
+		c, err := pick(set)
+		if err != nil {
+			return "", err
+		}
+		b = append(b, c)
+	}
+	return string(b), nil
+}

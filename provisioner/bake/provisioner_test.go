@@ -1,0 +1,69 @@
+package bake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+)
+
+// keep_build_account is Linux's: a Windows build refuses it by name.
+func TestKeepBuildAccountIsLinuxOnly(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", "keep_build_account": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "keep_build_account: ")
+	var linux Config
+	require.NoError(t, linux.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "keep_build_account": true}))
+	assert.True(t, linux.KeepBuildAccount)
+}
+
+// provisionWindows: the guest's build picks the Windows row, artifacts come
+// from artifacts_dir, and what was baked reaches kubenode-export.
+func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	var p Provisioner
+	require.NoError(t, p.Prepare(map[string]any{
+		"guest_os_type": "windows", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"packer_build_name": "win", "node_labels": map[string]string{"example.com/pool": "win"},
+	}))
+	plan, arts, err := p.config.windowsPlan(win)
+	require.NoError(t, err)
+	for _, a := range arts {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName), []byte("local "+a.Name), 0o644))
+	}
+	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
+	g := guesttest.NewWindows()
+	g.Build = fmt.Sprint(win.Build)
+	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g))
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	rec, err := baked.Take("win")
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	facts := rec.Facts
+	assert.Equal(t, baked.GuestOS{ID: "windows", Version: win.Version, Name: "Windows Server 2022 Datacenter", Build: fmt.Sprint(win.Build)}, rec.OS, "what the guest reported")
+	assert.Equal(t, plan.Kubernetes.Version, facts.Kubernetes)
+	assert.Equal(t, plan.Containerd.Version, facts.Containerd)
+	assert.Equal(t, plan.PauseImage, facts.PauseImage)
+	assert.Equal(t, "v0.9.1", facts.Joiner)
+	sum := sha256.Sum256([]byte("local " + versions.ArtifactKubelet))
+	assert.Equal(t, hex.EncodeToString(sum[:]), facts.Checksums[versions.ArtifactKubelet])
+
+	g = guesttest.NewWindows()
+	g.Build = "9200"
+	err = p.provisionWindows(context.Background(), guesttest.NewUI(), g)
+	require.ErrorContains(t, err, "windows_version: the guest runs Windows build 9200, which is not in kubenode-bake's version table")
+	assert.Empty(t, g.Files, "nothing is uploaded to an unknown release")
+}

@@ -1,0 +1,131 @@
+// Package remote is the bake's connection to the guest, which both
+// operating systems' steps run through: commands run and files uploaded
+// over the communicator Packer hands the provisioner (SSH or WinRM).
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// Remote runs the bake's commands and uploads through the communicator.
+// On Windows commands start with powershell.exe, so they work whether the
+// communicator's shell is cmd.exe (WinRM) or PowerShell (OpenSSH).
+type Remote struct {
+	Comm packersdk.Communicator
+	UI   packersdk.Ui
+	// Sudo prefixes Linux commands when the communicator's user is not root.
+	Sudo string
+}
+
+// Run runs command, showing its output in the UI. A non-zero exit is a
+// *StepError naming the step, with the command, its exit code and the tail
+// of its output, also shown with ui.Error.
+func (r *Remote) Run(ctx context.Context, step, command string) (string, error) {
+	tail := NewLineTail()
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
+	if err := cmd.RunWithUi(ctx, r.Comm, r.UI); err != nil {
+		err = fmt.Errorf("step %s: starting `%s`: %w", step, command, err)
+		r.UI.Error(err.Error())
+		return "", err
+	}
+	if code := cmd.ExitStatus(); code != 0 {
+		err := &StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
+		r.UI.Error(err.Error())
+		return tail.All(), err
+	}
+	return tail.All(), nil
+}
+
+// Exec runs command quietly and returns its exit code and output; ctx
+// bounds the whole command, also a Start that hangs on a dead connection.
+func (r *Remote) Exec(ctx context.Context, command string) (int, string, error) {
+	out := NewLineTail()
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: out}
+	started := make(chan error, 1)
+	go func() { started <- r.Comm.Start(ctx, cmd) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return -1, "", err
+		}
+	case <-ctx.Done():
+		return -1, "", ctx.Err()
+	}
+	exited := make(chan int, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case code := <-exited:
+		return code, out.All(), nil
+	case <-ctx.Done():
+		return -1, out.All(), ctx.Err()
+	}
+}
+
+// UploadPath writes a guest path with forward slashes: the SSH
+// communicator splits the destination with the build machine's path rules,
+// and Windows (WinRM, OpenSSH) takes either slash.
+func UploadPath(p string) string { return strings.ReplaceAll(p, `\`, "/") }
+
+// Upload copies a local file to the guest.
+func (r *Remote) Upload(local, remote string) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return r.Comm.Upload(UploadPath(remote), f, &fi)
+}
+
+// StepError is a remote step that failed.
+type StepError struct {
+	Step     string
+	Command  string
+	ExitCode int
+	Tail     string
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %s: `%s` exited with code %d; last lines of its output:\n%s", e.Step, e.Command, e.ExitCode, e.Tail)
+}
+
+// NewLineTail keeps a command's output and shows its last 25 lines.
+func NewLineTail() *LineTail { return &LineTail{max: 25} }
+
+// LineTail keeps all output and shows its last max lines.
+type LineTail struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *LineTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.Write(p)
+}
+
+// All is all the output.
+func (t *LineTail) All() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}
+
+func (t *LineTail) String() string {
+	lines := strings.Split(strings.TrimRight(t.All(), "\n"), "\n")
+	if len(lines) > t.max {
+		lines = lines[len(lines)-t.max:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}

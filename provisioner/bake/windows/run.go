@@ -1,0 +1,395 @@
+package windows
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/retry"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+// guest is the connection to a Windows guest, with the flow's restarts,
+// Windows Update rounds and sysprep.
+type guest struct{ *remote.Remote }
+
+// Upload is a file the Windows flow puts on the guest, and checks there,
+// before anything is installed.
+type Upload struct {
+	// Name is the artifact's name in messages; default: Remote's file name.
+	Name string
+	// Local is the file on this machine.
+	Local string
+	// Remote is its path on the guest, e.g. C:\Windows\Temp\kubenode\kubelet.exe.
+	Remote string
+	// SHA256 is the hex digest the guest must find.
+	SHA256 string
+}
+
+func (u Upload) name() string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return path.Base(remote.UploadPath(u.Remote))
+}
+
+// The restart after the Containers feature: the guest is asked for its boot
+// time before, and polled after, with a growing delay, until it answers
+// with a new one (the way Packer's windows-restart provisioner waits:
+// commands fail while the machine is down, then it answers again). Tests
+// shrink these.
+var (
+	windowsRestartBackoff = retry.Backoff{InitialBackoff: 5 * time.Second, MaxBackoff: 30 * time.Second, Multiplier: 1.5}
+	// windowsRestartAttempt bounds one check: a connection to a machine that
+	// is going down can hang.
+	windowsRestartAttempt = 2 * time.Minute
+)
+
+// windowsRestartCommand restarts in 5 s, so the command returns its exit
+// code before the connection drops; what (a constant) is the reason Windows
+// logs.
+func windowsRestartCommand(what string) string {
+	return `shutdown /r /t 5 /c "kubenode-bake: ` + what + `"`
+}
+
+// Restart reasons, in the UI and in the restart command.
+const (
+	restartForContainers = "the Containers feature"
+	restartForUpdates    = "Windows updates"
+)
+
+// windowsUpdateMaxRounds bounds the windows-update rounds: a round that
+// still installs or restarts after this many means an update that does not
+// stick.
+const windowsUpdateMaxRounds = 5
+
+// windowsBootCheck prints the boot time and whether component servicing
+// (the features' second phase) is still going on.
+const windowsBootCheck = `$os = Get-CimInstance -ClassName Win32_OperatingSystem
+$cbs = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing'
+$servicing = (Test-Path -LiteralPath ($cbs + '\RebootInProgress')) -or (Test-Path -LiteralPath ($cbs + '\PackagesPending'))
+Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString('o') + ' servicing=' + $servicing)`
+
+// Run bakes a Windows guest: it uploads the artifacts to the plan's
+// staging directory, checks their sha256 on the guest, then runs each step's
+// script (uploaded, then run with powershell -File: a script does not fit
+// the 8191-character command line), restarting Windows after the Containers
+// feature when it asks for it. windows-update runs in rounds (see
+// windowsUpdate). Every step reports in the UI; a failed step's
+// command, exit code and last output lines are shown and returned.
+func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, uploads []Upload) error {
+	steps, err := Steps(plan)
+	if err != nil {
+		return err
+	}
+	plan = plan.WithDefaults()
+	r := &guest{&remote.Remote{Comm: comm, UI: ui}}
+	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
+		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
+
+	mkdir := "New-Item -ItemType Directory -Force -Path " + powershell.Quote(plan.Staging) + " | Out-Null"
+	if _, err := r.Run(ctx, "staging", powershellEncoded(mkdir)); err != nil {
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts to %s", len(uploads), plan.Staging))
+	for _, u := range uploads {
+		ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
+		if err := r.Upload(u.Local, u.Remote); err != nil {
+			return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
+		}
+	}
+	ui.Say("kubenode-bake [verify-artifacts]")
+	out, err := r.script(ctx, plan.Staging, "00-verify-artifacts", VerifyScript(uploads))
+	if err != nil {
+		var se *remote.StepError
+		if errors.As(err, &se) {
+			return fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
+				strings.Join(node.LinesWith(out, "mismatch: ", "missing: "), "\n  "))
+		}
+		return err
+	}
+
+	changed := 0
+	for i, s := range steps {
+		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
+		if s.Name == stepSysprep {
+			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
+			return r.sysprep(ctx, s.Script)
+		}
+		if s.Name == stepWindowsUpdate {
+			installed, err := r.windowsUpdate(ctx, plan, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
+			changed += installed
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
+		if err != nil {
+			return node.SelfCheckFailure(s.Name, out, err)
+		}
+		if s.Name == node.StepImages && plan.ImagesListed != nil {
+			plan.ImagesListed(node.ParseImageListing(out))
+		}
+		changed += strings.Count(out, "changed: ")
+		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
+			if err := r.restart(ctx, plan.RestartTimeout, restartForContainers); err != nil {
+				ui.Error(err.Error())
+				return err
+			}
+		}
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
+	return nil
+}
+
+// script uploads a step's script to the staging directory and runs it.
+func (r *guest) script(ctx context.Context, staging, name string, script []byte) (string, error) {
+	guestPath := staging + `\` + name + ".ps1"
+	if err := r.Comm.Upload(remote.UploadPath(guestPath), bytes.NewReader(script), nil); err != nil {
+		err = fmt.Errorf("step %s: uploading its script to %s: %w", name, guestPath, err)
+		r.UI.Error(err.Error())
+		return "", err
+	}
+	return r.Run(ctx, stepName(name), powershellFile(guestPath))
+}
+
+// stepName drops the order prefix of a script name.
+func stepName(script string) string {
+	if _, name, ok := strings.Cut(script, "-"); ok {
+		return name
+	}
+	return script
+}
+
+// bootState asks the guest for its boot time and whether servicing runs.
+func (r *guest) bootState(ctx context.Context) (boot string, servicing bool, err error) {
+	code, out, err := r.Exec(ctx, powershellEncoded(windowsBootCheck))
+	if err != nil {
+		return "", false, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-boot: ")
+		if !ok {
+			continue
+		}
+		boot, flag, _ := strings.Cut(rest, " servicing=")
+		return boot, strings.EqualFold(flag, "True"), nil
+	}
+	return "", false, fmt.Errorf("the boot check exited with %d and printed no boot time: %s", code, strings.TrimSpace(out))
+}
+
+// windowsUpdate runs the windows-update step in rounds: each round
+// searches, downloads and installs; when it printed windowsRestartMarker,
+// Windows restarts; when it installed something, the next round searches
+// again (an update can bring the next). It ends with a round that finds
+// nothing and needs no restart, and fails after windowsUpdateMaxRounds
+// rounds or when windows_update_timeout runs out: the first round's script
+// stops itself within the whole timeout, later ones within what is left,
+// and a restart's wait ends with it too. It returns the updates installed.
+func (r *guest) windowsUpdate(ctx context.Context, plan Plan, name string, first []byte) (int, error) {
+	timeout := plan.WindowsUpdateTimeout
+	deadline := time.Now().Add(timeout)
+	phase, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	outOfTime := func(round int) error {
+		return fmt.Errorf("windows_update_timeout: Windows Update ran out of its %s after round %d, with updates still to install; "+
+			"raise windows_update_timeout, or set windows_update = false", timeout, round)
+	}
+	installed := 0
+	script := first
+	for round := 1; ; round++ {
+		if round > 1 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				err := outOfTime(round - 1)
+				r.UI.Error(err.Error())
+				return installed, err
+			}
+			script = windowsUpdateScript(plan.Staging, left)
+			r.UI.Say(fmt.Sprintf("kubenode-bake [%s] round %d, %s left of windows_update_timeout", stepWindowsUpdate, round, left.Round(time.Second)))
+		}
+		out, err := r.script(ctx, plan.Staging, name, script)
+		if err != nil {
+			return installed, err
+		}
+		n := strings.Count(out, "changed: installed ")
+		installed += n
+		restart := strings.Contains(out, windowsRestartMarker)
+		if n == 0 && !restart {
+			r.UI.Say(fmt.Sprintf("Windows Update round %d: nothing left to install; %d updates installed in all", round, installed))
+			return installed, nil
+		}
+		if round == windowsUpdateMaxRounds {
+			err := fmt.Errorf("windows_update: Windows Update still installed updates or asked for a restart in round %d of %d; "+
+				"an update that does not stick is named above (installed again each round); hide or fix it, or set windows_update = false", round, windowsUpdateMaxRounds)
+			r.UI.Error(err.Error())
+			return installed, err
+		}
+		if !restart {
+			r.UI.Say(fmt.Sprintf("Windows Update round %d: %d updates installed, searching again", round, n))
+			continue
+		}
+		r.UI.Say(fmt.Sprintf("Windows Update round %d: %d updates installed, restarting", round, n))
+		if err := r.restart(phase, plan.RestartTimeout, restartForUpdates); err != nil {
+			if ctx.Err() == nil && phase.Err() != nil {
+				err = outOfTime(round)
+			}
+			r.UI.Error(err.Error())
+			return installed, err
+		}
+	}
+}
+
+// restart restarts Windows for what (restartForContainers or
+// restartForUpdates) and waits until it answers with a new boot time and
+// has finished configuring features, for at most timeout.
+func (r *guest) restart(ctx context.Context, timeout time.Duration, what string) error {
+	before, _, err := r.bootState(ctx)
+	if err != nil {
+		return fmt.Errorf("restart: reading the boot time before restarting: %w", err)
+	}
+	r.UI.Say("kubenode-bake [restart]: Windows restarts to finish installing " + what)
+	command := windowsRestartCommand(what)
+	code, out, err := r.Exec(ctx, command)
+	if err != nil {
+		return fmt.Errorf("restart: `%s`: %w", command, err)
+	}
+	// 1115: a shutdown is in progress; 1190: one is scheduled already.
+	if code != 0 && code != 1115 && code != 1190 {
+		return &remote.StepError{Step: "restart", Command: command, ExitCode: code, Tail: "  " + strings.TrimSpace(out)}
+	}
+	r.UI.Message(fmt.Sprintf("waiting up to %s (restart_timeout) for Windows to come back", timeout))
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	backoff := windowsRestartBackoff
+	var last error
+	var boot string
+	err = retry.Config{StartTimeout: timeout, RetryDelay: backoff.Linear}.Run(wait, func(ctx context.Context) error {
+		attempt, cancel := context.WithTimeout(ctx, windowsRestartAttempt)
+		defer cancel()
+		now, servicing, err := r.bootState(attempt)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("no answer yet: %w", err)
+		case now == before:
+			last = errors.New("Windows has not restarted yet")
+		case servicing:
+			last = errors.New("Windows is still configuring the features it installed")
+		default:
+			boot = now
+			return nil
+		}
+		r.UI.Message("still waiting: " + last.Error())
+		return last
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("restart: Windows did not come back within restart_timeout (%s) after the restart for %s; last check: %v. "+
+			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, what, last)
+	}
+	r.UI.Say("kubenode-bake [restart]: Windows is back, booted at " + boot)
+	return nil
+}
+
+// powershellEncoded runs a short script as -EncodedCommand (base64 of
+// UTF-16LE), which needs no quoting in either cmd.exe or PowerShell.
+func powershellEncoded(script string) string {
+	u := utf16.Encode([]rune(script))
+	b := make([]byte, 0, 2*len(u))
+	for _, c := range u {
+		b = append(b, byte(c), byte(c>>8))
+	}
+	return "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+}
+
+// powershellFile runs an uploaded script; its exit code is the command's.
+func powershellFile(file string) string {
+	return `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + file + `"`
+}
+
+// windowsOSQuery prints the guest's build number and product name from the
+// registry, after a marker.
+const windowsOSQuery = `$v = Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+Write-Output ('kubenode-os: ' + $v.CurrentBuildNumber + ' ' + $v.ProductName)`
+
+// windowsGuestOS asks the guest which Windows it runs, for the image's
+// manifest; win is the release row of its build number.
+func windowsGuestOS(ctx context.Context, r *remote.Remote, win versions.WindowsRelease) (baked.GuestOS, error) {
+	code, out, err := r.Exec(ctx, powershellEncoded(windowsOSQuery))
+	if err == nil && code == 0 {
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-os: "); ok {
+				build, name, _ := strings.Cut(rest, " ")
+				return baked.GuestOS{ID: "windows", Version: win.Version, Name: name, Build: build}, nil
+			}
+		}
+	}
+	return baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows product name and build (registry, Windows NT\\CurrentVersion): exit %d, %v: %s", code, err, strings.TrimSpace(out))
+}
+
+// Guest asks the guest which Windows it runs: the version table's release
+// of the build number it reports, and its product name and build for the
+// image's manifest.
+func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, baked.GuestOS, error) {
+	code, out, err := r.Exec(ctx, powershellEncoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
+	if err != nil || code != 0 {
+		return versions.WindowsRelease{}, baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+	}
+	build, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return versions.WindowsRelease{}, baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows build: %q is not a build number", strings.TrimSpace(out))
+	}
+	win, err := versions.LookupWindowsBuild(build)
+	if err != nil {
+		return versions.WindowsRelease{}, baked.GuestOS{}, err
+	}
+	guest, err := windowsGuestOS(ctx, r, win)
+	if err != nil {
+		return versions.WindowsRelease{}, baked.GuestOS{}, err
+	}
+	return win, guest, nil
+}
+
+// Bake uploads the artifacts (resolved and checked on this machine), runs
+// the plan with Run and asks the guest for the joiner's version: it
+// returns what was baked, for the image's manifest.
+func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
+	r := &remote.Remote{Comm: comm, UI: ui}
+	uploads := make([]Upload, len(arts))
+	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
+		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
+	plan.ImagesListed = func(images []baked.Image) { facts.Images = images }
+	for i, a := range arts {
+		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
+		facts.Checksums[a.Name] = a.SHA256
+	}
+	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
+		return baked.Facts{}, err
+	}
+	if plan.InstallJoiner {
+		code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+		fields := strings.Fields(out)
+		if err != nil || code != 0 || len(fields) < 2 {
+			return baked.Facts{}, fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+		}
+		facts.Joiner = fields[1]
+	}
+	return facts, nil
+}

@@ -1,0 +1,196 @@
+package windows
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+// realUploads writes each artifact to a local file and uploads it with its
+// real sha256.
+func realUploads(t *testing.T, p Plan) []Upload {
+	dir := t.TempDir()
+	ups := testUploads(p)
+	for i := range ups {
+		data := []byte("contents of " + ups[i].Name)
+		ups[i].Local = filepath.Join(dir, path.Base(remote.UploadPath(ups[i].Remote)))
+		require.NoError(t, os.WriteFile(ups[i].Local, data, 0o644))
+		sum := sha256.Sum256(data)
+		ups[i].SHA256 = hex.EncodeToString(sum[:])
+	}
+	return ups
+}
+
+// fastRestart shrinks the restart wait for a test.
+func fastRestart(t *testing.T) {
+	backoff, attempt := windowsRestartBackoff, windowsRestartAttempt
+	windowsRestartBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
+	windowsRestartAttempt = time.Second
+	t.Cleanup(func() { windowsRestartBackoff, windowsRestartAttempt = backoff, attempt })
+}
+
+func TestRunWindowsOrderAndRestart(t *testing.T) {
+	fastRestart(t)
+	g := guesttest.NewWindows()
+	g.NeedsRestart, g.Lingering, g.DownFor, g.Servicing = true, 2, 3, 2
+	ui := guesttest.NewUI()
+	p := basePlan(t)
+	ups := realUploads(t, p)
+	require.NoError(t, Run(context.Background(), ui, g, p, ups))
+
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
+		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	// Every artifact is on the guest before the check, the check before any install.
+	_, log, _ := g.Snapshot()
+	verify := slices.Index(log, "verify-artifacts")
+	for _, u := range ups {
+		i := slices.Index(log, "upload "+remote.UploadPath(u.Remote))
+		require.GreaterOrEqual(t, i, 0, "%s uploaded", u.Name)
+		assert.Less(t, i, verify)
+	}
+	// Each step ran the script rendered for it, uploaded just before.
+	steps, err := Steps(p)
+	require.NoError(t, err)
+	for i, s := range steps {
+		guestPath := fmt.Sprintf("C:/Windows/Temp/kubenode/%02d-%s.ps1", i+1, s.Name)
+		if s.Name == stepSysprep {
+			guestPath = remote.UploadPath(windowsSysprepScript)
+		}
+		assert.Equal(t, s.Script, g.Files[guestPath], guestPath)
+		assert.Less(t, slices.Index(g.Log, "upload "+guestPath), slices.Index(g.Log, s.Name))
+	}
+	// The wait saw the old boot, refused connections and servicing, then the new boot.
+	assert.Equal(t, 3, g.Refused)
+	out := ui.Out.String()
+	for _, want := range []string{
+		"still waiting: Windows has not restarted yet",
+		"still waiting: no answer yet: dial tcp 192.0.2.10:5985: connect: connection refused",
+		"still waiting: Windows is still configuring the features it installed",
+		"Windows is back, booted at 2026-11-22T10:01:00.0000000Z",
+		"kubenode-bake [registry]",
+		"changed: did cleanup",
+		"Windows baked, 12 changes; sysprep generalizes it and powers it off",
+		"changed: did sysprep",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.Empty(t, ui.Err.String())
+}
+
+func TestRunWindowsWithoutRestart(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
+	ui := guesttest.NewUI()
+	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.Steps())
+	commands, log, _ := g.Snapshot()
+	for _, c := range commands {
+		assert.NotContains(t, c, "shutdown")
+	}
+	assert.NotContains(t, log, "boot-check")
+}
+
+func TestRunWindowsFailedStepNamesItWithExitCodeAndOutputTail(t *testing.T) {
+	g := guesttest.NewWindows()
+	var lines []string
+	for i := 1; i <= 40; i++ {
+		lines = append(lines, fmt.Sprintf("containerd line %d", i))
+	}
+	g.Output["containerd"] = strings.Join(lines, "\r\n") + "\r\n"
+	g.Exit["containerd"] = 3
+	ui := guesttest.NewUI()
+	p := basePlan(t)
+	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	var se *remote.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "containerd", se.Step)
+	assert.Equal(t, 3, se.ExitCode)
+	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\kubenode\04-containerd.ps1"`, se.Command)
+	assert.Contains(t, err.Error(), "step containerd: `powershell.exe")
+	assert.Contains(t, err.Error(), "exited with code 3")
+	assert.Contains(t, se.Tail, "containerd line 40")
+	assert.Contains(t, se.Tail, "containerd line 16")
+	assert.NotContains(t, se.Tail, "containerd line 15", "only the last 25 lines")
+	assert.Contains(t, ui.Err.String(), "step containerd:", "the failure is shown in the UI")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd"}, g.Steps(), "nothing runs after a failed step")
+}
+
+func TestRunWindowsChecksumMismatchStopsBeforeInstalling(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	ups := realUploads(t, p)
+	var ctr Upload
+	for _, u := range ups {
+		if u.Name == versions.ArtifactContainerd {
+			ctr = u
+		}
+	}
+	g.Corrupt = remote.UploadPath(ctr.Remote)
+	ui := guesttest.NewUI()
+	err := Run(context.Background(), ui, g, p, ups)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing was installed")
+	assert.Contains(t, err.Error(), "mismatch: artifact containerd: "+ctr.Remote+" has sha256 ")
+	assert.Contains(t, err.Error(), "want "+ctr.SHA256)
+	assert.NotContains(t, err.Error(), "artifact kubelet", "good artifacts are not blamed")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts"}, g.Steps())
+}
+
+func TestRunWindowsRestartTimeout(t *testing.T) {
+	fastRestart(t)
+	g := guesttest.NewWindows()
+	g.NeedsRestart, g.NeverBack = true, true
+	p := basePlan(t)
+	p.RestartTimeout = 50 * time.Millisecond
+	ui := guesttest.NewUI()
+	began := time.Now()
+	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	assert.Less(t, time.Since(began), 5*time.Second)
+	assert.Contains(t, err.Error(), "restart: Windows did not come back within restart_timeout (50ms) after the restart for the Containers feature")
+	assert.Contains(t, err.Error(), "last check: no answer yet: ")
+	assert.Contains(t, err.Error(), "longer restart_timeout")
+	assert.Contains(t, ui.Err.String(), "did not come back")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart"}, g.Steps())
+	_, _, refused := g.Snapshot()
+	assert.Positive(t, refused)
+}
+
+func TestRunWindowsRefusesABadPlanBeforeTouchingTheGuest(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	p.HyperV = "sometimes"
+	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	require.ErrorContains(t, err, `hyperv: "sometimes" is not auto, on or off`)
+	commands, _, _ := g.Snapshot()
+	assert.Empty(t, commands)
+	assert.Empty(t, g.Files)
+}
+
+func TestPowershellEncodedRoundTripsAndFitsTheCommandLine(t *testing.T) {
+	cmd := powershellEncoded(windowsBootCheck)
+	m := guesttest.EncodedRE.FindStringSubmatch(cmd)
+	require.NotNil(t, m)
+	script, err := guesttest.DecodeEncoded(m[1])
+	require.NoError(t, err)
+	assert.Equal(t, windowsBootCheck, script)
+	assert.Less(t, len(cmd), 8191, "cmd.exe's command-line limit")
+}

@@ -1,0 +1,207 @@
+package windows
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+func stepScript(t *testing.T, p Plan, name string) string {
+	t.Helper()
+	steps, err := Steps(p)
+	require.NoError(t, err)
+	for _, s := range steps {
+		if s.Name == name {
+			return string(s.Script)
+		}
+	}
+	t.Fatalf("no %s step", name)
+	return ""
+}
+
+func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
+	for name, exit := range map[string]int{
+		"the command returns": 0,
+		// The guest went down under the command: taken as the power-off.
+		"the connection drops": packersdk.CmdDisconnect,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := guesttest.NewWindows()
+			ui := guesttest.NewUI()
+			p := basePlan(t)
+			g.Exit[stepSysprep] = exit
+			require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+			steps := g.Steps()
+			assert.Equal(t, []string{"self-check", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
+			commands, _, _ := g.Snapshot()
+			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
+			if exit == 0 {
+				assert.Contains(t, ui.Out.String(), "Windows closes WinRM and powers itself off")
+			} else {
+				assert.Contains(t, ui.Out.String(), "Windows is powering off")
+			}
+			assert.Empty(t, ui.Err.String(), "a successful sysprep step prints no error")
+		})
+	}
+
+	script := stepScript(t, basePlan(t), stepSysprep)
+	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`') -Wait`)
+	// The script itself goes first (it holds the answer file), sysprep last.
+	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "WriteAllText"))
+	assert.Less(t, strings.Index(script, "WriteAllText"), strings.Index(script, "sysprep.exe"))
+}
+
+// sysprep must not power Windows off itself: that raced the closer, so the
+// image could keep WinRM's listeners and the build's firewall rules.
+func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
+	args := windowsSysprepArgs()
+	assert.Contains(t, args, "/quit")
+	assert.NotContains(t, args, "/shutdown")
+	assert.NotContains(t, args, "/reboot")
+	script := stepScript(t, basePlan(t), stepSysprep)
+	assert.NotContains(t, script, "/shutdown")
+
+	// The closer starts only once sysprep has generalized Windows and is
+	// created by the WMI service, outside the WinRM shell's job object.
+	sysprep := strings.Index(script, "sysprep.exe' -ArgumentList")
+	generalized := strings.Index(script, "$state -eq '"+windowsGeneralized+"'")
+	create := strings.Index(script, "Invoke-CimMethod -ClassName Win32_Process -MethodName Create")
+	require.True(t, sysprep > 0 && generalized > sysprep && create > generalized, "sysprep, its result checked, then the closer")
+	assert.Less(t, create, strings.Index(script, "exit 0"))
+	assert.NotContains(t, script, "Start-Process -FilePath 'powershell.exe'", "a process started from the WinRM command dies with its shell")
+	assert.Contains(t, script, "$started.ReturnValue -ne 0")
+
+	// The closer closes, then powers off in a finally: also when a
+	// closing command fails.
+	closer := windowsTransportCloser()
+	delay := strings.Index(closer, "Start-Sleep -Seconds")
+	try := strings.Index(closer, "\ntry {")
+	finally := strings.Index(closer, "} finally {")
+	off := strings.Index(closer, "& shutdown.exe /s /t 0 /f")
+	require.True(t, delay > 0 && try > delay && finally > try && off > finally, "delay, try, finally, power-off")
+	for _, closing := range []string{"Remove-NetFirewallRule", `WSMan:\localhost\Service\Auth\Basic`, `WSMan:\localhost\Service\AllowUnencrypted`, `WSMan:\localhost\Listener\*`,
+		"if ($account.Value -notlike '*-500') {", "Disable-LocalUser -SID $account"} {
+		i := strings.Index(closer, closing)
+		assert.True(t, i > try && i < finally, "%s is closed inside the try, before the power-off", closing)
+	}
+	assert.Less(t, strings.Index(closer, "$ErrorActionPreference = 'Continue'"), try, "one closing command that fails does not skip the others")
+	assert.Greater(t, strings.Index(closer, "$ErrorActionPreference = 'Continue'"), delay)
+	assert.Equal(t, 1, strings.Count(closer, "shutdown.exe"))
+	assert.NotContains(t, closer, "ImageState", "the closer no longer waits for sysprep: it runs after it")
+}
+
+func TestWindowsSysprepFailureFailsTheBuildWithExitCodeAndLogs(t *testing.T) {
+	g := guesttest.NewWindows()
+	g.Exit[stepSysprep] = 31
+	g.Output[stepSysprep] = "sysprep failed: exit code 31, image state IMAGE_STATE_COMPLETE\r\n" +
+		"--- last lines of C:\\Windows\\System32\\Sysprep\\Panther\\setupact.log:\r\n" +
+		"Error SYSPRP Package Microsoft.Example was installed for a user, but not provisioned for all users.\r\n"
+	ui := guesttest.NewUI()
+	p := basePlan(t)
+	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	require.Error(t, err)
+	var se *remote.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "sysprep", se.Step)
+	assert.Equal(t, 31, se.ExitCode)
+	assert.Contains(t, err.Error(), "exited with code 31")
+	assert.Contains(t, err.Error(), "not provisioned for all users")
+	assert.Contains(t, err.Error(), `C:\Windows\System32\Sysprep\Panther`)
+
+	// The script prints both logs' tails and exits with sysprep's code.
+	script := stepScript(t, p, stepSysprep)
+	for _, want := range []string{"@('setupact.log', 'setuperr.log')", "Get-Content -LiteralPath $path -Tail", "exit $sysprep.ExitCode", windowsGeneralized} {
+		assert.Contains(t, script, want)
+	}
+}
+
+func TestWindowsSysprepIsOffWithoutGeneralize(t *testing.T) {
+	p := basePlan(t)
+	p.Generalize = false
+	steps, err := Steps(p)
+	require.NoError(t, err)
+	assert.Equal(t, stepCleanup, steps[len(steps)-1].Name)
+	p.Generalize, p.FirstBoot = true, nil
+	_, err = Steps(p)
+	assert.ErrorContains(t, err, "generalize: no first-boot answer file")
+}
+
+func TestWindowsSysprepRemovesTheBuildsFirewallRules(t *testing.T) {
+	require.Len(t, autounattend.WindowsFirewallRules, 3)
+	script := stepScript(t, basePlan(t), stepSysprep)
+	for _, rule := range []string{"kubenode-winrm-http", "kubenode-winrm-https", "kubenode-sshd"} {
+		assert.Contains(t, autounattend.WindowsFirewallRules, rule)
+		// The closer travels inside the script as a quoted literal.
+		assert.Contains(t, script, "'"+rule+"'", rule)
+	}
+	assert.Contains(t, script, "Remove-NetFirewallRule -Name $rule")
+	assert.Contains(t, windowsTransportCloser(), "Remove-NetFirewallRule -Name $rule")
+}
+
+func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
+	script := stepScript(t, basePlan(t), stepSysprep)
+	for what, want := range map[string]string{
+		"LSA secret DefaultPassword cleared":   "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
+		"LsaStorePrivateData with no data":     "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
+		"autologon off":                        "-Name 'AutoAdminLogon' -Value '0'",
+		"AutoLogonCount and DefaultPassword":   "@('DefaultPassword', 'AutoLogonCount')",
+		"UAC restored":                         "-Name 'EnableLUA' -Value 1",
+		"LocalAccountTokenFilterPolicy gone":   "-Name 'LocalAccountTokenFilterPolicy'",
+		"WinRM and sshd disabled":              "foreach ($name in @('WinRM', 'sshd'))",
+		"leftover Sysprep unattend.xml":        `'C:\Windows\System32\Sysprep\unattend.xml'`,
+		"leftover Panther unattend.xml":        `'C:\Windows\Panther\unattend.xml'`,
+		"first-boot answer file for sysprep":   "WriteAllText('" + windowsFirstBootAnswer + "'",
+		"SetupComplete.cmd for the first boot": "WriteAllText('" + windowsSetupComplete + "'",
+	} {
+		assert.Contains(t, script, want, what)
+	}
+	closer := windowsTransportCloser()
+	for _, want := range []string{`WSMan:\localhost\Service\Auth\Basic' -Value $false`, `WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, `WSMan:\localhost\Listener\*`} {
+		assert.Contains(t, closer, want)
+	}
+}
+
+func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
+	cmd := windowsSetupCompleteCmd()
+	for _, f := range append([]string{windowsFirstBootAnswer, `C:\Windows\Panther\unattend.xml`, `C:\Windows\System32\Sysprep\unattend.xml`}, windowsAnswerFiles...) {
+		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
+	}
+	assert.True(t, strings.HasSuffix(cmd, "del /f /q \"%~f0\"\r\n"), "it removes itself last")
+	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
+}
+
+func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
+	p := basePlan(t)
+	script := stepScript(t, p, stepPermissions)
+	dirs := p.windowsLockedDirs()
+	var paths []string
+	for _, d := range dirs {
+		paths = append(paths, d.Path)
+		assert.Contains(t, script, "Set-KubenodePrivateAcl -Path '"+d.Path+"'", d.Path)
+	}
+	for _, want := range []string{`C:\k`, `C:\opt\cni\bin`, `C:\etc\cni\net.d`, `C:\etc\kubernetes`, `C:\var\lib\kubelet`, `C:\var\log\kubelet`, `C:\ProgramData\kubenode`, `C:\Program Files\containerd`} {
+		assert.Contains(t, paths, want)
+	}
+	// Only SYSTEM and Administrators get more than read and execute.
+	grants := regexp.MustCompile(`\*S-1-5-[0-9-]+:\(OI\)\(CI\)[A-Z]+`).FindAllString(script, -1)
+	require.NotEmpty(t, grants)
+	for _, g := range grants {
+		if !strings.HasPrefix(g, "*S-1-5-18:") && !strings.HasPrefix(g, "*S-1-5-32-544:") {
+			assert.True(t, strings.HasSuffix(g, ":(OI)(CI)RX"), g)
+		}
+	}
+	assert.Contains(t, script, "'/inheritance:r'")
+
+	p.InstallJoiner = false
+	assert.False(t, slices.ContainsFunc(p.windowsLockedDirs(), func(d windowsLockedDir) bool { return d.Path == windowsJoinerDir }))
+}
