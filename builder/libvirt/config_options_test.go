@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -329,4 +330,49 @@ func TestPrepareDiskSizeAgainstALocalBaseDisk(t *testing.T) {
 	assert.ErrorContains(t, err, "disk_size: 2G is smaller than disk_image's virtual size, 2361393153 bytes (2.20G): a disk cannot shrink; set disk_size to at least 3G")
 	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"disk_image": odd, "disk_size": "65T"}))
 	assert.ErrorContains(t, err, `disk_size: "65T" is larger than the largest size allowed, 64T`, "the maximum stays")
+}
+
+func TestPrepareVNC(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		raw              map[string]interface{}
+		listen, password string
+		err              string
+	}{
+		{name: "off by default", raw: map[string]interface{}{}},
+		{name: "asked for", raw: map[string]interface{}{"vnc_bind_address": "127.0.0.1", "vnc_password": "kn-12345"},
+			listen: "127.0.0.1", password: "kn-12345"},
+		{name: "no password", raw: map[string]interface{}{"vnc_bind_address": "127.0.0.1"},
+			err: "vnc_password: is required with vnc_bind_address"},
+		{name: "password too long", raw: map[string]interface{}{"vnc_bind_address": "::1", "vnc_password": "123456789"},
+			err: "vnc_password: is 9 characters; VNC authentication uses only the first 8"},
+		{name: "not an address", raw: map[string]interface{}{"vnc_bind_address": "localhost", "vnc_password": "x"},
+			err: `vnc_bind_address: "localhost" is not an IP address`},
+		{name: "password alone", raw: map[string]interface{}{"vnc_password": "x"},
+			err: "vnc_password: is set but vnc_bind_address is not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Config
+			_, err := c.Prepare(tcgRaw(tc.raw))
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			state := new(multistep.BasicStateBag)
+			state.Put(stateDiskPath, "/pool/deb.qcow2")
+			spec, err := c.domainSpec(state)
+			require.NoError(t, err)
+			assert.Equal(t, tc.listen, spec.VNCListen)
+			assert.Equal(t, tc.password, spec.VNCPassword)
+		})
+	}
+}
+
+func TestDomainXMLLogHidesTheVNCPassword(t *testing.T) {
+	x, err := domainXML(domainSpec{VNCListen: "127.0.0.1", VNCPassword: "kn-12345", Disk: diskSpec{Bus: "virtio"}})
+	require.NoError(t, err)
+	logged := vncPasswdRE.ReplaceAllString(x, `passwd="(hidden)"`)
+	assert.NotContains(t, logged, "kn-12345")
+	assert.Contains(t, logged, `passwd="(hidden)"`)
 }
