@@ -56,7 +56,10 @@ type Config struct {
 	// with `iso_url` and `iso_checksum` boots `iso_url` as the disk image
 	// (in HCL the bool arrives as the string "true"; `false` is the same as
 	// unset). `disk_size` grows the disk; it cannot be smaller than the
-	// image's virtual size.
+	// image's virtual size. A qcow2 image that names a backing file or an
+	// external data file is refused: QEMU would open that file on the
+	// hypervisor and show it to the guest (`qemu-img convert -O qcow2`
+	// makes a standalone copy).
 	DiskImage string `mapstructure:"disk_image"`
 	// The checksum of a `disk_image` path or URL, in `iso_checksum`'s
 	// forms: `sha256:<hex>` (or md5, sha1, sha512), `file:<URL or path of
@@ -460,7 +463,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	if _, err := parseDiskSize(c.DiskSize); err != nil {
 		add("disk_size", "%v", err)
-	} else if base, ok := c.localBaseDiskSize(); ok {
+	} else if base, ok, err := c.localBaseDiskSize(); err != nil {
+		errs = packersdk.MultiErrorAppend(errs, err)
+	} else if ok {
 		// Known now for a local disk_image; a downloaded one is checked
 		// at build time, before the VM is defined.
 		if size, err := c.diskSizeForBase(base); err != nil {
