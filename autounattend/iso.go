@@ -2,6 +2,7 @@ package autounattend
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -257,39 +258,161 @@ func readDir(dir *iso9660.File, prefix string, out *[]File) error {
 var ErrTooLarge = errors.New("larger than allowed")
 
 // ReadISOFile reads one file of the root directory of an ISO 9660 image,
-// its name compared case-insensitively, reading at most max bytes of the
-// root directory and of the file: unlike ReadISO it reads nothing else, so
-// a disc from an untrusted source cannot make the reader hold more.
+// its name compared case-insensitively and without its ";1" version, as
+// Windows' CDFS compares them, reading at most max bytes of the root
+// directory and of the file: unlike ReadISO it reads nothing else, so a
+// disc from an untrusted source cannot make the reader hold more.
+//
+// It parses the primary volume descriptor and the root directory's
+// records itself (ECMA-119 8.4 and 9.1) and ignores their System Use
+// areas (SUSP, Rock Ridge): a general ISO 9660 reader follows continuation
+// areas and trusts record counts, which lets a crafted disc crash, hang or
+// exhaust the memory of the process reading it.
 func ReadISOFile(r io.ReaderAt, name string, max int64) ([]byte, error) {
-	img, err := iso9660.OpenImage(r)
+	blockSize, root, err := readPrimaryVolume(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading seed disc: %w", err)
 	}
-	root, err := img.RootDir()
+	if !root.isDir() {
+		return nil, errors.New("reading seed disc root: the root directory record is not a directory")
+	}
+	if root.size > max {
+		return nil, fmt.Errorf("seed disc root directory: %d bytes, %w (%d)", root.size, ErrTooLarge, max)
+	}
+	dir, err := readExtent(r, root, blockSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading seed disc root: %w", err)
 	}
-	if root.Size() > max {
-		return nil, fmt.Errorf("seed disc root directory: %d bytes, %w (%d)", root.Size(), ErrTooLarge, max)
-	}
-	children, err := root.GetChildren()
-	if err != nil {
-		return nil, fmt.Errorf("reading seed disc root: %w", err)
-	}
-	for _, c := range children {
-		if c.IsDir() || !strings.EqualFold(c.Name(), name) {
-			continue
+	// 6.8.1.1: records do not cross a logical block; a zero length byte
+	// pads the rest of a block.
+	for blk := 0; blk < len(dir); blk += blockSize {
+		b := dir[blk:min(blk+blockSize, len(dir))]
+		for i := 0; i < len(b) && b[i] != 0; {
+			rec, err := parseDirRecord(b[i:])
+			if err != nil {
+				return nil, fmt.Errorf("reading seed disc root: %w", err)
+			}
+			i += rec.length
+			if rec.isDir() || !strings.EqualFold(rec.name, name) {
+				continue
+			}
+			if rec.multiExtent || rec.interleaved {
+				return nil, fmt.Errorf("%q on the seed disc is recorded in several extents or interleaved, which seed discs never are", name)
+			}
+			if rec.size > max {
+				return nil, fmt.Errorf("%q on the seed disc: %d bytes, %w (%d)", name, rec.size, ErrTooLarge, max)
+			}
+			data, err := readExtent(r, rec, blockSize)
+			if err != nil {
+				return nil, fmt.Errorf("reading %q from seed disc: %w", name, err)
+			}
+			return data, nil
 		}
-		if c.Size() > max {
-			return nil, fmt.Errorf("%q on the seed disc: %d bytes, %w (%d)", name, c.Size(), ErrTooLarge, max)
-		}
-		data, err := io.ReadAll(io.LimitReader(c.Reader(), max))
-		if err != nil {
-			return nil, fmt.Errorf("reading %q from seed disc: %w", name, err)
-		}
-		return data, nil
 	}
 	return nil, fmt.Errorf("%q: %w", name, ErrNotFound)
+}
+
+// Where ISO 9660 keeps its volume descriptors (ECMA-119 6.2.1, 8.1): from
+// sector 16, 2048 bytes each, until a terminator. maxVolumeDescriptors
+// bounds the walk on a disc without one.
+const (
+	isoSectorSize        = 2048
+	firstVolumeSector    = 16
+	maxVolumeDescriptors = 32
+)
+
+// readPrimaryVolume finds the primary volume descriptor (8.4) and returns
+// its logical block size and root directory record.
+func readPrimaryVolume(r io.ReaderAt) (int, dirRecord, error) {
+	vd := make([]byte, isoSectorSize)
+	for i := int64(0); i < maxVolumeDescriptors; i++ {
+		if n, err := r.ReadAt(vd, (firstVolumeSector+i)*isoSectorSize); n < len(vd) {
+			return 0, dirRecord{}, fmt.Errorf("volume descriptor %d: %w", i, orUnexpectedEOF(err))
+		}
+		if string(vd[1:6]) != "CD001" {
+			return 0, dirRecord{}, errors.New("not an ISO 9660 image (no CD001 volume descriptor at sector 16)")
+		}
+		switch vd[0] {
+		case 255: // 8.3: the set terminator
+			return 0, dirRecord{}, errors.New("no primary volume descriptor")
+		case 1:
+			// 8.4.12: a power of two from 512 (6.1.2); 2048 on every
+			// CD-ROM, and the most a sector holds.
+			bs := int(binary.LittleEndian.Uint16(vd[128:]))
+			if bs != 512 && bs != 1024 && bs != 2048 {
+				return 0, dirRecord{}, fmt.Errorf("logical block size %d is not 512, 1024 or 2048", bs)
+			}
+			root, err := parseDirRecord(vd[156 : 156+34]) // 8.4.18
+			if err != nil {
+				return 0, dirRecord{}, fmt.Errorf("root directory record: %w", err)
+			}
+			return bs, root, nil
+		}
+	}
+	return 0, dirRecord{}, fmt.Errorf("no primary volume descriptor in the first %d", maxVolumeDescriptors)
+}
+
+// dirRecord is the part of a directory record (ECMA-119 9.1) a lookup
+// needs. The System Use area after the identifier is not read.
+type dirRecord struct {
+	length      int   // of the record, in bytes
+	block       int64 // first logical block of the extent, past any extended attribute record
+	size        int64 // of the file or directory, in bytes
+	flags       byte
+	multiExtent bool // 9.1.6 bit 7: the file continues in the next record
+	interleaved bool // 9.1.7, 9.1.8: file unit size or interleave gap set
+	name        string
+}
+
+func (d dirRecord) isDir() bool { return d.flags&2 != 0 }
+
+func parseDirRecord(b []byte) (dirRecord, error) {
+	const fixed = 33 // 9.1: the record up to its identifier
+	if len(b) < fixed+1 || int(b[0]) < fixed+1 || int(b[0]) > len(b) {
+		return dirRecord{}, errors.New("damaged directory record")
+	}
+	rec := dirRecord{
+		length:      int(b[0]),
+		block:       int64(binary.LittleEndian.Uint32(b[2:])) + int64(b[1]),
+		size:        int64(binary.LittleEndian.Uint32(b[10:])),
+		flags:       b[25],
+		multiExtent: b[25]&0x80 != 0,
+		interleaved: b[26] != 0 || b[27] != 0,
+	}
+	idLen := int(b[32])
+	if fixed+idLen > rec.length {
+		return dirRecord{}, errors.New("damaged directory record: its identifier overruns it")
+	}
+	rec.name = isoName(b[fixed : fixed+idLen])
+	return rec, nil
+}
+
+// isoName is a file identifier without its version (";1") and without
+// the '.' that separates an empty extension (7.5.1), as Windows shows it.
+// The "." and ".." records (identifiers 0 and 1) have no name.
+func isoName(id []byte) string {
+	if len(id) == 1 && id[0] <= 1 {
+		return ""
+	}
+	name, _, _ := strings.Cut(string(id), ";")
+	return strings.TrimSuffix(name, ".")
+}
+
+// readExtent reads the whole extent of a record whose size was checked.
+func readExtent(r io.ReaderAt, rec dirRecord, blockSize int) ([]byte, error) {
+	data := make([]byte, rec.size)
+	if n, err := r.ReadAt(data, rec.block*int64(blockSize)); n < len(data) {
+		return nil, orUnexpectedEOF(err)
+	}
+	return data, nil
+}
+
+// orUnexpectedEOF: a short read of a disc image ends it too early.
+func orUnexpectedEOF(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // ErrNotFound is returned by Disc.File for a name the disc does not hold.

@@ -6,6 +6,7 @@ package libvirt
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -55,7 +56,10 @@ type Config struct {
 	// with `iso_url` and `iso_checksum` boots `iso_url` as the disk image
 	// (in HCL the bool arrives as the string "true"; `false` is the same as
 	// unset). `disk_size` grows the disk; it cannot be smaller than the
-	// image's virtual size.
+	// image's virtual size. A qcow2 image that names a backing file or an
+	// external data file is refused: QEMU would open that file on the
+	// hypervisor and show it to the guest (`qemu-img convert -O qcow2`
+	// makes a standalone copy).
 	DiskImage string `mapstructure:"disk_image"`
 	// The checksum of a `disk_image` path or URL, in `iso_checksum`'s
 	// forms: `sha256:<hex>` (or md5, sha1, sha512), `file:<URL or path of
@@ -181,6 +185,21 @@ type Config struct {
 	// Highest host port the communicator port may be forwarded from.
 	// Default 4444.
 	HostPortMax int `mapstructure:"host_port_max"`
+	// Address on the hypervisor the VM's VNC display listens on, e.g.
+	// `127.0.0.1` (a free port from 5900 up is picked; the UI prints it).
+	// Default empty: no VNC port at all. The display is still there, and
+	// `virt-viewer -c <libvirt_uri> <vm_name>` shows it through libvirt's
+	// own authenticated connection; `boot_command` does not need VNC either
+	// (it is typed with libvirt's key events). A VNC port is reachable by
+	// every account on the hypervisor and, on the loopback, by any guest on
+	// QEMU user-mode networking (10.0.2.2 in a guest is the hypervisor's
+	// 127.0.0.1), and a Windows build's console shows a logged-on
+	// administrator: so it requires `vnc_password`.
+	VNCBindAddress string `mapstructure:"vnc_bind_address"`
+	// Password of the VNC display, 1 to 8 characters (VNC authentication
+	// uses no more). Required with `vnc_bind_address`. VNC sends the
+	// display unencrypted: over a network, tunnel it (`ssh -L`).
+	VNCPassword string `mapstructure:"vnc_password"`
 	// An existing libvirt storage pool to put the build's volumes in. By
 	// default the builder creates its own directory pool under `pool_path`
 	// and removes it at the end.
@@ -446,7 +465,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	}
 	if _, err := parseDiskSize(c.DiskSize); err != nil {
 		add("disk_size", "%v", err)
-	} else if base, ok := c.localBaseDiskSize(); ok {
+	} else if base, ok, err := c.localBaseDiskSize(); err != nil {
+		errs = packersdk.MultiErrorAppend(errs, err)
+	} else if ok {
 		// Known now for a local disk_image; a downloaded one is checked
 		// at build time, before the VM is defined.
 		if size, err := c.diskSizeForBase(base); err != nil {
@@ -531,6 +552,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.HostPortMin > c.HostPortMax || c.HostPortMin < 1 || c.HostPortMax > 65535 {
 		add("host_port_min", "the range %d-%d is not a valid port range", c.HostPortMin, c.HostPortMax)
 	}
+	c.prepareVNC(add)
 	if c.KeepInPool && c.StoragePool == "" {
 		add("keep_in_pool", "needs storage_pool: the builder's own pool is removed at the end")
 	}
@@ -593,6 +615,38 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		return warnings, errs
 	}
 	return warnings, nil
+}
+
+// maxVNCPassword is the longest VNC password: VNC authentication (DES)
+// uses the first 8 characters and ignores the rest, so a longer one would
+// be weaker than it looks.
+const maxVNCPassword = 8
+
+// prepareVNC checks the opt-in VNC display: off unless vnc_bind_address is
+// set, and then never without a password.
+func (c *Config) prepareVNC(add func(key, format string, args ...any)) {
+	if c.VNCBindAddress == "" {
+		if c.VNCPassword != "" {
+			add("vnc_password", "is set but vnc_bind_address is not: without it the VM has no VNC port; "+
+				"set vnc_bind_address (e.g. \"127.0.0.1\") or remove vnc_password")
+		}
+		return
+	}
+	if net.ParseIP(c.VNCBindAddress) == nil {
+		add("vnc_bind_address", "%q is not an IP address; give one of the hypervisor's, e.g. \"127.0.0.1\", or leave it unset for no VNC port", c.VNCBindAddress)
+	}
+	switch n := len([]rune(c.VNCPassword)); {
+	case n == 0:
+		add("vnc_password", "is required with vnc_bind_address: an open VNC port without a password shows the VM's console "+
+			"to every account on the hypervisor and to guests on user-mode networking; set vnc_password (1 to %d characters), "+
+			"or unset vnc_bind_address and watch the screen with virt-viewer", maxVNCPassword)
+	case n > maxVNCPassword:
+		add("vnc_password", "is %d characters; VNC authentication uses only the first %d, so give at most %d", n, maxVNCPassword, maxVNCPassword)
+	}
+	if c.VNCPassword != "" {
+		// Keep it out of Packer's log, which has the domain XML.
+		packersdk.LogSecretFilter.Set(c.VNCPassword)
+	}
 }
 
 // tcpURIWarning explains why a qemu+tcp:// libvirt_uri is a risk: the

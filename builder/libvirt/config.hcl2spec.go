@@ -118,6 +118,8 @@ type FlatConfig struct {
 	Bridge                    *string                `mapstructure:"bridge" cty:"bridge" hcl:"bridge"`
 	HostPortMin               *int                   `mapstructure:"host_port_min" cty:"host_port_min" hcl:"host_port_min"`
 	HostPortMax               *int                   `mapstructure:"host_port_max" cty:"host_port_max" hcl:"host_port_max"`
+	VNCBindAddress            *string                `mapstructure:"vnc_bind_address" cty:"vnc_bind_address" hcl:"vnc_bind_address"`
+	VNCPassword               *string                `mapstructure:"vnc_password" cty:"vnc_password" hcl:"vnc_password"`
 	StoragePool               *string                `mapstructure:"storage_pool" cty:"storage_pool" hcl:"storage_pool"`
 	PoolPath                  *string                `mapstructure:"pool_path" cty:"pool_path" hcl:"pool_path"`
 	KeepInPool                *bool                  `mapstructure:"keep_in_pool" cty:"keep_in_pool" hcl:"keep_in_pool"`
@@ -247,6 +249,8 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"bridge":                       &hcldec.AttrSpec{Name: "bridge", Type: cty.String, Required: false},
 		"host_port_min":                &hcldec.AttrSpec{Name: "host_port_min", Type: cty.Number, Required: false},
 		"host_port_max":                &hcldec.AttrSpec{Name: "host_port_max", Type: cty.Number, Required: false},
+		"vnc_bind_address":             &hcldec.AttrSpec{Name: "vnc_bind_address", Type: cty.String, Required: false},
+		"vnc_password":                 &hcldec.AttrSpec{Name: "vnc_password", Type: cty.String, Required: false},
 		"storage_pool":                 &hcldec.AttrSpec{Name: "storage_pool", Type: cty.String, Required: false},
 		"pool_path":                    &hcldec.AttrSpec{Name: "pool_path", Type: cty.String, Required: false},
 		"keep_in_pool":                 &hcldec.AttrSpec{Name: "keep_in_pool", Type: cty.Bool, Required: false},

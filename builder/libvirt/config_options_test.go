@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -285,6 +286,72 @@ func qcow2(t *testing.T, size uint64) string {
 	return p
 }
 
+// qcow2Header is a qcow2 header of version 2 or 3 with edit applied.
+func qcow2Header(t *testing.T, version uint32, edit func(h []byte)) string {
+	t.Helper()
+	head := make([]byte, 512)
+	copy(head, "QFI\xfb")
+	binary.BigEndian.PutUint32(head[4:], version)
+	binary.BigEndian.PutUint32(head[20:], 16) // cluster_bits
+	binary.BigEndian.PutUint64(head[24:], 10<<30)
+	if version == 3 {
+		binary.BigEndian.PutUint32(head[100:], 104) // header_length
+	}
+	if edit != nil {
+		edit(head)
+	}
+	p := filepath.Join(t.TempDir(), "base.qcow2")
+	require.NoError(t, os.WriteFile(p, head, 0o644))
+	return p
+}
+
+// A disk_image goes to QEMU, which opens every file its qcow2 header
+// names: one naming a backing file or an external data file is refused
+// before anything reads it.
+func TestDiskVirtualSizeRefusesQcow2NamingOtherFiles(t *testing.T) {
+	backing := func(h []byte) {
+		binary.BigEndian.PutUint64(h[8:], 400)
+		binary.BigEndian.PutUint32(h[16:], 11)
+		copy(h[400:], "/etc/shadow")
+	}
+	for _, tc := range []struct {
+		name    string
+		version uint32
+		edit    func(h []byte)
+		err     string
+	}{
+		{"v2", 2, nil, ""},
+		{"v3", 3, nil, ""},
+		{"v3 with compatible features", 3, func(h []byte) { h[87] = 1 }, ""}, // lazy refcounts
+		{"v2 backing file", 2, backing, "names a backing file"},
+		{"v3 backing file", 3, backing, "names a backing file"},
+		{"v3 backing file offset alone", 3, func(h []byte) { binary.BigEndian.PutUint64(h[8:], 400) }, "names a backing file"},
+		{"v3 external data file", 3, func(h []byte) { binary.BigEndian.PutUint64(h[72:], 1<<2) }, "external data file"},
+		{"v3 external data file among other bits", 3, func(h []byte) { binary.BigEndian.PutUint64(h[72:], 1<<2|1<<1) }, "external data file"},
+		{"v4", 4, nil, "qcow2 version 4 is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			size, err := diskVirtualSize(qcow2Header(t, tc.version, tc.edit))
+			if tc.err == "" {
+				require.NoError(t, err)
+				assert.Equal(t, uint64(10<<30), size)
+				return
+			}
+			assert.ErrorContains(t, err, tc.err)
+		})
+	}
+	short := filepath.Join(t.TempDir(), "short.qcow2")
+	require.NoError(t, os.WriteFile(short, append([]byte("QFI\xfb\x00\x00\x00\x03"), make([]byte, 90)...), 0o644))
+	_, err := diskVirtualSize(short)
+	assert.ErrorContains(t, err, "a qcow2 header cut short", "a v3 header is 104 bytes: the feature bits must be there")
+
+	// The key of the base disk: disk_image, or iso_url with disk_image = true.
+	assert.Equal(t, "iso_url", (&Config{DiskImage: "true"}).baseDiskKey())
+	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"disk_image": qcow2Header(t, 3, backing)}))
+	assert.ErrorContains(t, err, "disk_image: ")
+	assert.ErrorContains(t, err, "names a backing file")
+}
+
 func TestDiskVirtualSize(t *testing.T) {
 	size, err := diskVirtualSize(qcow2(t, 2361393152))
 	require.NoError(t, err)
@@ -329,4 +396,62 @@ func TestPrepareDiskSizeAgainstALocalBaseDisk(t *testing.T) {
 	assert.ErrorContains(t, err, "disk_size: 2G is smaller than disk_image's virtual size, 2361393153 bytes (2.20G): a disk cannot shrink; set disk_size to at least 3G")
 	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"disk_image": odd, "disk_size": "65T"}))
 	assert.ErrorContains(t, err, `disk_size: "65T" is larger than the largest size allowed, 64T`, "the maximum stays")
+
+	// A default disk_size grows to the base's size rounded up to a MiB,
+	// and never past 64T: a size near 2^64 must not wrap around to 0.
+	for _, size := range []uint64{1<<64 - 1, 1<<64 - 1<<19, 64<<40 + 1} {
+		var c Config
+		_, err := c.Prepare(tcgRaw(map[string]interface{}{"disk_image": qcow2(t, size)}))
+		assert.ErrorContains(t, err, "disk_image: its virtual size, ", "%d", size)
+		assert.ErrorContains(t, err, "is larger than the largest disk allowed, 64T", "%d (grew to %s)", size, c.DiskSize)
+	}
+	var c Config
+	_, err = c.Prepare(tcgRaw(map[string]interface{}{"disk_image": qcow2(t, 64<<40)}))
+	require.NoError(t, err)
+	assert.Equal(t, "64T", c.DiskSize)
+}
+
+func TestPrepareVNC(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		raw              map[string]interface{}
+		listen, password string
+		err              string
+	}{
+		{name: "off by default", raw: map[string]interface{}{}},
+		{name: "asked for", raw: map[string]interface{}{"vnc_bind_address": "127.0.0.1", "vnc_password": "kn-12345"},
+			listen: "127.0.0.1", password: "kn-12345"},
+		{name: "no password", raw: map[string]interface{}{"vnc_bind_address": "127.0.0.1"},
+			err: "vnc_password: is required with vnc_bind_address"},
+		{name: "password too long", raw: map[string]interface{}{"vnc_bind_address": "::1", "vnc_password": "123456789"},
+			err: "vnc_password: is 9 characters; VNC authentication uses only the first 8"},
+		{name: "not an address", raw: map[string]interface{}{"vnc_bind_address": "localhost", "vnc_password": "x"},
+			err: `vnc_bind_address: "localhost" is not an IP address`},
+		{name: "password alone", raw: map[string]interface{}{"vnc_password": "x"},
+			err: "vnc_password: is set but vnc_bind_address is not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Config
+			_, err := c.Prepare(tcgRaw(tc.raw))
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			state := new(multistep.BasicStateBag)
+			state.Put(stateDiskPath, "/pool/deb.qcow2")
+			spec, err := c.domainSpec(state)
+			require.NoError(t, err)
+			assert.Equal(t, tc.listen, spec.VNCListen)
+			assert.Equal(t, tc.password, spec.VNCPassword)
+		})
+	}
+}
+
+func TestDomainXMLLogHidesTheVNCPassword(t *testing.T) {
+	x, err := domainXML(domainSpec{VNCListen: "127.0.0.1", VNCPassword: "kn-12345", Disk: diskSpec{Bus: "virtio"}})
+	require.NoError(t, err)
+	logged := vncPasswdRE.ReplaceAllString(x, `passwd="(hidden)"`)
+	assert.NotContains(t, logged, "kn-12345")
+	assert.Contains(t, logged, `passwd="(hidden)"`)
 }

@@ -28,6 +28,9 @@ type domainSpec struct {
 	NICModel  string
 	Net       netSpec
 	SerialLog string // file on the hypervisor the serial console is logged to
+	// VNCListen is the address the display's VNC port listens on ("" for
+	// none) and VNCPassword its password.
+	VNCListen, VNCPassword string
 	// QEMUArgs are qemuargs: each an option and the parts of its value,
 	// appended to <qemu:commandline> after the builder's own arguments.
 	QEMUArgs [][]string
@@ -295,13 +298,26 @@ func domainXML(s domainSpec) (string, error) {
 			Backend: &libvirtxml.DomainTPMBackend{Emulator: &libvirtxml.DomainTPMBackendEmulator{Version: "2.0"}},
 		})
 	}
-	// A display for boot_command debugging over VNC on the hypervisor's loopback.
-	dev.Graphics = append(dev.Graphics, libvirtxml.DomainGraphic{VNC: &libvirtxml.DomainGraphicVNC{
-		AutoPort: "yes", Listen: "127.0.0.1",
-	}})
+	dev.Graphics = append(dev.Graphics, libvirtxml.DomainGraphic{VNC: domainVNC(s.VNCListen, s.VNCPassword)})
 	dev.Videos = append(dev.Videos, libvirtxml.DomainVideo{Model: libvirtxml.DomainVideoModel{Type: "virtio"}})
 	dev.Inputs = append(dev.Inputs, libvirtxml.DomainInput{Type: "tablet", Bus: "usb"})
 	return d.Marshal()
+}
+
+// domainVNC is the display. By default it listens nowhere (<listen
+// type='none'/>): a VNC port, even on the loopback, is open to every
+// account on the hypervisor and to any guest on user-mode networking
+// (10.0.2.2 there is the hypervisor's 127.0.0.1). virt-viewer still shows
+// the screen through libvirt's authenticated connection, and boot_command
+// is typed with libvirt's SendKey, not over VNC.
+func domainVNC(listen, password string) *libvirtxml.DomainGraphicVNC {
+	if listen == "" {
+		return &libvirtxml.DomainGraphicVNC{Listeners: []libvirtxml.DomainGraphicListener{{}}}
+	}
+	return &libvirtxml.DomainGraphicVNC{
+		AutoPort: "yes", Passwd: password,
+		Listeners: []libvirtxml.DomainGraphicListener{{Address: &libvirtxml.DomainGraphicListenerAddress{Address: listen}}},
+	}
 }
 
 // userNICSlot is the PCI slot of the user-networking NIC. QEMU would take

@@ -124,3 +124,40 @@ func TestDomainXMLUserNetworkingWithoutForward(t *testing.T) {
 	assert.Contains(t, x, `<arg value="user,id=kubenode0"></arg>`)
 	assert.NotContains(t, x, "hostfwd")
 }
+
+// The display listens nowhere unless vnc_bind_address asks for a port: a
+// VNC port on the loopback is open to every local account and to guests on
+// user-mode networking (10.0.2.2 is the hypervisor's 127.0.0.1).
+func TestDomainXMLVNC(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		spec           func() domainSpec
+		listen, passwd string
+		want           string
+	}{
+		{name: "windows default", spec: windowsSpec, want: `<graphics type="vnc"><listen type="none"></listen></graphics>`},
+		{name: "linux default", spec: linuxSpec, want: `<graphics type="vnc"><listen type="none"></listen></graphics>`},
+		{name: "asked for", spec: linuxSpec, listen: "127.0.0.1", passwd: "s3cr&t",
+			want: `<graphics type="vnc" autoport="yes" passwd="s3cr&amp;t"><listen type="address" address="127.0.0.1"></listen></graphics>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.spec()
+			s.VNCListen, s.VNCPassword = tc.listen, tc.passwd
+			x, err := domainXML(s)
+			require.NoError(t, err)
+			var d libvirtxml.Domain
+			require.NoError(t, d.Unmarshal(x))
+			require.Len(t, d.Devices.Graphics, 1, "one display")
+			gx, err := xml.Marshal(&d.Devices.Graphics[0])
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(gx))
+			g := d.Devices.Graphics[0].VNC
+			require.NotNil(t, g)
+			if tc.listen == "" {
+				assert.Empty(t, g.Listen, "no listen address")
+				assert.Empty(t, g.AutoPort, "no port")
+				assert.Zero(t, g.Port, "no port")
+			}
+		})
+	}
+}

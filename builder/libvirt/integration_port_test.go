@@ -31,7 +31,9 @@ func TestStartRetriesWhenTheForwardedPortIsTaken(t *testing.T) {
 
 	disk := scratchDisk(t, d, "port")
 
-	raw := tcgRaw(map[string]interface{}{"host_port_min": 47000, "host_port_max": 47099})
+	// A VNC port only when asked for, with a password: the hint names it.
+	raw := tcgRaw(map[string]interface{}{"host_port_min": 47000, "host_port_max": 47099,
+		"vnc_bind_address": "127.0.0.1", "vnc_password": "kn-" + randomSuffix()[:5]})
 	raw["vm_name"] = "kn-it-port-" + randomSuffix()
 	raw["output_directory"] = t.TempDir()
 	var c Config

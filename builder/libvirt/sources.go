@@ -2,6 +2,7 @@ package libvirt
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -143,25 +144,36 @@ func (c *Config) checkSourceFiles() []error {
 	return errs
 }
 
+// The qcow2 header fields read (QEMU's docs/interop/qcow2.txt): a version
+// 2 header is 72 bytes, a version 3 header at least 104.
+const (
+	qcow2Magic           = "QFI\xfb"
+	qcow2V2HeaderSize    = 72
+	qcow2V3HeaderSize    = 104
+	qcow2ExternalDataBit = 1 << 2 // of incompatible_features, version 3
+)
+
 // diskVirtualSize returns the size of the disk a guest sees in a disk
-// image: a qcow2 image's size field (big-endian, 8 bytes at offset 24 of
-// its header, QEMU's docs/interop/qcow2.txt), or a raw image's length.
+// image: a qcow2 image's size field, or a raw image's length.
+//
+// A qcow2 header is also checked, because the image goes to libvirt as the
+// build disk's backing store or through qemu-img: QEMU opens the files a
+// header names. An image naming a backing file or an external data file
+// (any path on the hypervisor: another VM's disk, a key) would put that
+// file's contents into the guest and the built image, so it is refused.
 func diskVirtualSize(file string) (uint64, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	head := make([]byte, 32)
+	head := make([]byte, qcow2V3HeaderSize)
 	n, err := io.ReadFull(f, head)
-	if err == nil && string(head[:4]) == "QFI\xfb" {
-		return binary.BigEndian.Uint64(head[24:32]), nil
-	}
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return 0, fmt.Errorf("%s: %w", file, err)
 	}
-	if n >= 4 && string(head[:4]) == "QFI\xfb" {
-		return 0, fmt.Errorf("%s: a qcow2 header cut short", file)
+	if n >= 4 && string(head[:4]) == qcow2Magic {
+		return qcow2VirtualSize(head[:n])
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -170,9 +182,46 @@ func diskVirtualSize(file string) (uint64, error) {
 	return uint64(st.Size()), nil
 }
 
+// qcow2VirtualSize reads the size from a qcow2 header (head: its first
+// bytes, up to qcow2V3HeaderSize) after checking that the image names no
+// other file.
+func qcow2VirtualSize(head []byte) (uint64, error) {
+	if len(head) < 8 {
+		return 0, errors.New("a qcow2 header cut short")
+	}
+	version := binary.BigEndian.Uint32(head[4:])
+	need := map[uint32]int{2: qcow2V2HeaderSize, 3: qcow2V3HeaderSize}[version]
+	switch {
+	case need == 0:
+		return 0, fmt.Errorf("qcow2 version %d is not supported (QEMU writes 2 and 3); convert the image with `qemu-img convert -O qcow2`", version)
+	case len(head) < need:
+		return 0, errors.New("a qcow2 header cut short")
+	}
+	if off, size := binary.BigEndian.Uint64(head[8:]), binary.BigEndian.Uint32(head[16:]); off != 0 || size != 0 {
+		return 0, errors.New("the qcow2 image names a backing file, which QEMU would open on the hypervisor and show to the guest; " +
+			"give a standalone image: `qemu-img convert -O qcow2 <image> <standalone.qcow2>` flattens it")
+	}
+	if version == 3 && binary.BigEndian.Uint64(head[72:])&qcow2ExternalDataBit != 0 {
+		return 0, errors.New("the qcow2 image keeps its data in an external data file, which QEMU would open on the hypervisor and show to the guest; " +
+			"give a standalone image: `qemu-img convert -O qcow2 <image> <standalone.qcow2>` copies the data into it")
+	}
+	return binary.BigEndian.Uint64(head[24:]), nil
+}
+
+// baseDiskKey is the HCL key of the base disk: iso_url with disk_image =
+// true, else disk_image.
+func (c *Config) baseDiskKey() string {
+	if c.diskImageFromISOURL() {
+		return "iso_url"
+	}
+	return "disk_image"
+}
+
 // diskSizeForBase checks disk_size against the base disk's virtual size.
 // A disk_size left at its default grows to the base's size (rounded up to
-// a MiB); one the template set must be at least the base's size.
+// a MiB, then held to disk_size's limit: a size near 2^64 must not wrap
+// around to a small one); one the template set must be at least the
+// base's size.
 func (c *Config) diskSizeForBase(base uint64) (uint64, error) {
 	size, err := parseDiskSize(c.DiskSize)
 	if err != nil {
@@ -181,11 +230,16 @@ func (c *Config) diskSizeForBase(base uint64) (uint64, error) {
 	if base <= size {
 		return size, nil
 	}
-	if c.diskSizeDefaulted {
-		return (base + 1<<20 - 1) &^ (1<<20 - 1), nil
+	grown := (base + 1<<20 - 1) &^ (1<<20 - 1)
+	if grown < base || grown > maxDiskSize {
+		return 0, fmt.Errorf("%s: its virtual size, %s, is larger than the largest disk allowed, 64T: is it a disk image? Shrink it, or give another",
+			c.baseDiskKey(), formatSize(base))
 	}
-	return 0, fmt.Errorf("disk_size: %s is smaller than disk_image's virtual size, %s: a disk cannot shrink; set disk_size to at least %s, or leave it unset",
-		c.DiskSize, formatSize(base), minDiskSize(base))
+	if c.diskSizeDefaulted {
+		return grown, nil
+	}
+	return 0, fmt.Errorf("disk_size: %s is smaller than %s's virtual size, %s: a disk cannot shrink; set disk_size to at least %s, or leave it unset",
+		c.DiskSize, c.baseDiskKey(), formatSize(base), minDiskSize(base))
 }
 
 // formatSize writes a byte count as disk_size does when it is exact
@@ -214,11 +268,18 @@ func minDiskSize(n uint64) string {
 
 // localBaseDiskSize is the virtual size of a disk_image that is a local
 // file readable now; false for a URL, for iso_url with disk_image = true,
-// or for a file this machine cannot read (the build reports it).
-func (c *Config) localBaseDiskSize() (uint64, bool) {
+// or for a file this machine cannot open (the build reports it). An image
+// that opens but is refused (a qcow2 naming another file) is an error now.
+func (c *Config) localBaseDiskSize() (uint64, bool, error) {
 	if c.DiskImage == "" || c.diskImageFromISOURL() || isURL(c.DiskImage) {
-		return 0, false
+		return 0, false, nil
+	}
+	if _, err := os.Stat(c.DiskImage); err != nil {
+		return 0, false, nil
 	}
 	size, err := diskVirtualSize(c.DiskImage)
-	return size, err == nil
+	if err != nil {
+		return 0, false, fmt.Errorf("disk_image: %s: %w", c.DiskImage, err)
+	}
+	return size, true, nil
 }

@@ -31,7 +31,10 @@ func (s *stepCheckInstallImage) Run(ctx context.Context, state multistep.StateBa
 		return multistep.ActionContinue
 	}
 	start := time.Now()
-	media, err := winmedia.Read(iso)
+	media, err := winmedia.Read(ctx, iso)
+	if ctx.Err() != nil {
+		return multistep.ActionHalt // Ctrl-C: nothing to report
+	}
 	if err != nil {
 		return halt(state, ui, fmt.Errorf("iso_url: %w; the windows block needs a Windows Server install disc", err))
 	}

@@ -140,3 +140,19 @@ func TestChooseInstallImageNamesTheKeyToChange(t *testing.T) {
 		}
 	}
 }
+
+func TestStepCheckInstallImageStopsOnCtrlC(t *testing.T) {
+	iso := standardOnlyISO(t, false)
+	var c Config
+	_, err := c.Prepare(windowsRaw(t, iso, map[string]interface{}{"edition": "standard"}))
+	require.NoError(t, err)
+	state := testState(t, &c, NewMockDriver())
+	state.Put(stateISOPath, iso)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Equal(t, multistep.ActionHalt, (&stepCheckInstallImage{}).Run(ctx, state))
+	_, failed := state.GetOk("error")
+	assert.False(t, failed, "a cancelled build reports no error of its own")
+	_, pinned := state.GetOk(stateImageIndex)
+	assert.False(t, pinned)
+}

@@ -50,7 +50,7 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	if baseDisk != "" {
 		base, err := diskVirtualSize(baseDisk)
 		if err != nil {
-			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+			return halt(state, ui, fmt.Errorf("%s: %s: %w", c.baseDiskKey(), baseDisk, err))
 		}
 		if size, err = c.diskSizeForBase(base); err != nil {
 			return halt(state, ui, err)

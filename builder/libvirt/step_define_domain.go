@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -32,7 +33,7 @@ func (s *stepDefineDomain) Run(ctx context.Context, state multistep.StateBag) mu
 	if err != nil {
 		return halt(state, ui, err)
 	}
-	log.Printf("Domain XML:\n%s", x)
+	log.Printf("Domain XML:\n%s", vncPasswdRE.ReplaceAllString(x, `passwd="(hidden)"`))
 	ui.Say(fmt.Sprintf("Defining domain %s (%s, %d vCPU, %d MiB, %s firmware)", c.VMName, spec.Accelerator, spec.CPUs, spec.MemoryMiB, spec.Firmware))
 	if err := d.DefineDomain(x); err != nil {
 		if len(c.DomainXMLPatches) > 0 && isInvalidDomainXML(err) {
@@ -44,6 +45,10 @@ func (s *stepDefineDomain) Run(ctx context.Context, state multistep.StateBag) mu
 	state.Put(stateSerialLog, spec.SerialLog)
 	return multistep.ActionContinue
 }
+
+// vncPasswdRE finds vnc_password in the domain XML, which Packer's log
+// would otherwise hold in clear.
+var vncPasswdRE = regexp.MustCompile(`passwd="[^"]*"`)
 
 func (s *stepDefineDomain) Cleanup(state multistep.StateBag) {
 	if s.name == "" {
@@ -140,7 +145,8 @@ func (c *Config) domainSpec(state multistep.StateBag) (domainSpec, error) {
 		Name: c.VMName, Accelerator: c.Accelerator, Machine: c.MachineType,
 		CPUs: c.CPUs, CPU: c.cpuSpec(), MemoryMiB: c.Memory, Firmware: c.Firmware, SecureBoot: c.SecureBoot,
 		TPM: c.TPM, HyperV: *c.HypervEnlightenments, NICModel: c.NICModel,
-		Disk: diskSpec{Path: state.Get(stateDiskPath).(string), Format: "qcow2", Bus: c.DiskBus},
+		Disk:      diskSpec{Path: state.Get(stateDiskPath).(string), Format: "qcow2", Bus: c.DiskBus},
+		VNCListen: c.VNCBindAddress, VNCPassword: c.VNCPassword,
 	}
 	if cds, ok := state.GetOk(stateCDROMs); ok {
 		spec.CDROMs = cds.([]string)

@@ -104,6 +104,8 @@ func (s *stepStartDomain) Run(ctx context.Context, state multistep.StateBag) mul
 	if x, err := d.DomainXML(c.VMName); err == nil {
 		if addr := vncAddress(x); addr != "" {
 			ui.Message(vncHint(addr, c.LibvirtURI, c.VMName))
+		} else {
+			ui.Message(fmt.Sprintf("Watch the VM's screen with `virt-viewer -c %s %s` (through libvirt: the VM has no VNC port unless vnc_bind_address is set)", c.LibvirtURI, c.VMName))
 		}
 	}
 	return multistep.ActionContinue

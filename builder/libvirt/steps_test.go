@@ -29,7 +29,7 @@ func testState(t *testing.T, c *Config, d Driver) multistep.StateBag {
 func preparedLinux(t *testing.T) *Config {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.qcow2")
-	require.NoError(t, os.WriteFile(base, append([]byte("QFI\xfb"), make([]byte, 1020)...), 0o644))
+	require.NoError(t, os.WriteFile(base, append([]byte("QFI\xfb\x00\x00\x00\x03"), make([]byte, 1016)...), 0o644))
 	raw := linuxRaw()
 	raw["disk_image"] = base
 	raw["output_directory"] = filepath.Join(dir, "out")

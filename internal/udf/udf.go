@@ -11,6 +11,7 @@
 package udf
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ const (
 	tagTerminating       = 8
 	tagFileSet           = 256
 	tagFileIdentifier    = 257
+	tagAllocationExtent  = 258
 	tagFileEntry         = 261
 	tagExtendedFileEntry = 266
 )
@@ -45,7 +47,7 @@ const (
 const (
 	maxDescriptorSequence = 64      // sectors read of a volume descriptor sequence
 	maxDirectorySize      = 8 << 20 // bytes of one directory
-	maxExtents            = 1 << 16 // allocation descriptors of one file
+	maxExtents            = 1 << 16 // allocation descriptors of one file, continuations included
 	maxPathDepth          = 64
 )
 
@@ -63,8 +65,25 @@ type FS struct {
 	root       longAD
 }
 
+// ctxReader fails every read once ctx is done, so that a reader stuck on
+// a slow or hostile image stops at Ctrl-C.
+type ctxReader struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReader) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}
+
 // Open reads the volume and file set descriptors of the UDF disc image r.
-func Open(r io.ReaderAt) (*FS, error) {
+// Every read of r, by Open and later by the FS and its files, first checks
+// ctx: once it is done they fail with its error.
+func Open(ctx context.Context, r io.ReaderAt) (*FS, error) {
+	r = ctxReader{ctx: ctx, r: r}
 	// 3/10.2: the anchor points to the main volume descriptor sequence.
 	anchor := make([]byte, sectorSize)
 	if _, err := r.ReadAt(anchor, anchorSector*sectorSize); err != nil {
@@ -363,7 +382,14 @@ func (fs *FS) extents(ads []byte, long bool, partition uint16) ([]extent, error)
 	if long {
 		size = 16
 	}
+	// Continuations count against maxExtents too: one that points back at
+	// itself (or any cycle) would otherwise be followed for ever, since it
+	// adds no extent.
+	descriptors := 0
 	for len(ads) >= size {
+		if descriptors++; descriptors > maxExtents {
+			return nil, errors.New("too many allocation descriptors")
+		}
 		raw := binary.LittleEndian.Uint32(ads)
 		typ, length := raw>>30, raw&(1<<30-1) // 4/14.14.1.1
 		if length == 0 {
@@ -380,11 +406,11 @@ func (fs *FS) extents(ads []byte, long bool, partition uint16) ([]extent, error)
 				return nil, err
 			}
 			// 4/14.5 allocation extent descriptor: 24 bytes, then descriptors.
-			if len(out) > maxExtents {
-				return nil, errors.New("too many allocation descriptors")
+			if id, ok := tagID(next, 0); !ok || id != tagAllocationExtent {
+				return nil, errors.New("no allocation extent descriptor where a continuation points")
 			}
 			l := int(binary.LittleEndian.Uint32(next[20:]))
-			if 24+l > len(next) {
+			if l < 0 || 24+l > len(next) {
 				return nil, errors.New("damaged allocation extent descriptor")
 			}
 			ads = next[24 : 24+l]
@@ -395,9 +421,6 @@ func (fs *FS) extents(ads []byte, long bool, partition uint16) ([]extent, error)
 			return nil, err
 		}
 		out = append(out, extent{offset: offset, length: length, sparse: typ != 0})
-		if len(out) > maxExtents {
-			return nil, errors.New("too many allocation descriptors")
-		}
 		ads = ads[size:]
 	}
 	return out, nil

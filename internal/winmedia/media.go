@@ -1,6 +1,7 @@
 package winmedia
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,14 +29,15 @@ type Media struct {
 // Read opens the disc image iso and reads the image list of its install
 // image. Microsoft's discs are UDF bridge discs whose install.wim is only in
 // the UDF file system (the ISO 9660 tree leaves it out), so UDF is what is
-// read; a disc without UDF is not Windows install media.
-func Read(iso string) (*Media, error) {
+// read; a disc without UDF is not Windows install media. Once ctx is done
+// the reads stop and Read returns its error.
+func Read(ctx context.Context, iso string) (*Media, error) {
 	f, err := os.Open(iso)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fs, err := udf.Open(f)
+	fs, err := udf.Open(ctx, f)
 	if errors.Is(err, udf.ErrNotUDF) {
 		return nil, fmt.Errorf("%s: %w (the disc has no UDF file system, where Windows discs keep them)", iso, ErrNoInstallImage)
 	}

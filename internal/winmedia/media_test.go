@@ -1,6 +1,7 @@
 package winmedia_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,7 +39,7 @@ func TestReadListsTheImagesOfAMicrosoftLikeDisc(t *testing.T) {
 			assert.NotContains(t, strings.ToUpper(string(out)), "INSTALL")
 
 			start := time.Now()
-			m, err := winmedia.Read(iso)
+			m, err := winmedia.Read(context.Background(), iso)
 			t.Logf("read the image list of %s in %s", name, time.Since(start))
 			require.NoError(t, err)
 			assert.Equal(t, "sources/"+name, m.Path)
@@ -68,13 +69,23 @@ func TestReadRefusesDiscsThatAreNotWindowsMedia(t *testing.T) {
 	dir := t.TempDir()
 	for name, udf := range map[string]bool{"debian.iso": false, "udf-no-sources.iso": true} {
 		iso := mediatest.PlainISO(t, dir, name, udf, map[string]string{"install.amd/vmlinuz": "k", "sources/readme.txt": "x"})
-		_, err := winmedia.Read(iso)
+		_, err := winmedia.Read(context.Background(), iso)
 		assert.ErrorIs(t, err, winmedia.ErrNoInstallImage, name)
 		assert.ErrorContains(t, err, "no sources/install.wim or sources/install.esd", name)
 	}
 	// A file called install.wim that is not one.
 	iso := mediatest.PlainISO(t, dir, "fake.iso", true, map[string]string{"sources/install.wim": "not a wim"})
-	_, err := winmedia.Read(iso)
+	_, err := winmedia.Read(context.Background(), iso)
 	assert.ErrorIs(t, err, winmedia.ErrNotWIM)
 	assert.ErrorContains(t, err, "sources/install.wim")
+}
+
+// Ctrl-C during the edition check stops the reads of the disc.
+func TestReadStopsWhenTheContextIsDone(t *testing.T) {
+	dir := t.TempDir()
+	iso := mediatest.WindowsISO(t, dir, mediatest.WIM(t, dir, mediatest.EvaluationImages("Windows Server 2022")[:1], false))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := winmedia.Read(ctx, iso)
+	assert.ErrorIs(t, err, context.Canceled)
 }
