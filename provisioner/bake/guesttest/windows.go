@@ -53,6 +53,13 @@ type Windows struct {
 	Refused   int
 
 	Build string // what the guest reports as its Windows build
+
+	// Sysprepped: the sysprep step has returned (exit 0 or a dropped
+	// connection). From then on the closer is removing WinRM and Windows
+	// powers off: every command and upload is refused and kept in
+	// AfterSysprep.
+	Sysprepped   bool
+	AfterSysprep []string
 }
 
 // NewWindows is a Windows guest whose every step succeeds.
@@ -84,12 +91,19 @@ func (g *Windows) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.Commands = append(g.Commands, cmd.Command)
+	if g.Sysprepped {
+		g.AfterSysprep = append(g.AfterSysprep, cmd.Command)
+		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused (Windows is powering off after sysprep)")
+	}
 	if g.Boot > 0 && g.Lingering == 0 && (g.NeverBack || g.DownFor > 0) {
 		g.DownFor--
 		g.Refused++
 		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused")
 	}
 	out, code := g.handle(cmd.Command)
+	if len(g.Log) > 0 && g.Log[len(g.Log)-1] == "sysprep" && (code == 0 || code == packersdk.CmdDisconnect) {
+		g.Sysprepped = true
+	}
 	go func() {
 		if cmd.Stdout != nil {
 			_, _ = io.WriteString(cmd.Stdout, out)
@@ -195,6 +209,10 @@ func (g *Windows) Upload(p string, r io.Reader, _ *os.FileInfo) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.Sysprepped {
+		g.AfterSysprep = append(g.AfterSysprep, "upload "+p)
+		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused (Windows is powering off after sysprep)")
+	}
 	if strings.Contains(p, `\`) {
 		return fmt.Errorf("upload path %q: the SSH communicator needs forward slashes", p)
 	}

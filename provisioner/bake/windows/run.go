@@ -127,6 +127,9 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 	for i, s := range steps {
 		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
 		if s.Name == stepSysprep {
+			if err := r.joinerVersion(ctx, plan); err != nil {
+				return err
+			}
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
 			return r.sysprep(ctx, s.Script)
 		}
@@ -153,7 +156,28 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 			}
 		}
 	}
+	if err := r.joinerVersion(ctx, plan); err != nil {
+		return err
+	}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
+	return nil
+}
+
+// joinerVersion asks the installed joiner for its version and hands it to
+// plan.JoinerReported. It runs before sysprep: once sysprep returns, the
+// closer removes WinRM and powers Windows off, so nothing is asked after.
+func (r *guest) joinerVersion(ctx context.Context, plan Plan) error {
+	if !plan.InstallJoiner || plan.JoinerReported == nil {
+		return nil
+	}
+	code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+	fields := strings.Fields(out)
+	if err != nil || code != 0 || len(fields) < 2 {
+		err := fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+		r.UI.Error(err.Error())
+		return err
+	}
+	plan.JoinerReported(fields[1])
 	return nil
 }
 
@@ -367,29 +391,21 @@ func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, bake
 	return win, guest, nil
 }
 
-// Bake uploads the artifacts (resolved and checked on this machine), runs
-// the plan with Run and asks the guest for the joiner's version: it
-// returns what was baked, for the image's manifest.
+// Bake uploads the artifacts (resolved and checked on this machine) and
+// runs the plan with Run, which asks the guest for the joiner's version
+// before sysprep: it returns what was baked, for the image's manifest.
 func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
-	r := &remote.Remote{Comm: comm, UI: ui}
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
 		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
 	plan.ImagesListed = func(images []baked.Image) { facts.Images = images }
+	plan.JoinerReported = func(version string) { facts.Joiner = version }
 	for i, a := range arts {
 		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
 		facts.Checksums[a.Name] = a.SHA256
 	}
 	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
 		return baked.Facts{}, err
-	}
-	if plan.InstallJoiner {
-		code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
-		fields := strings.Fields(out)
-		if err != nil || code != 0 || len(fields) < 2 {
-			return baked.Facts{}, fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
-		}
-		facts.Joiner = fields[1]
 	}
 	return facts, nil
 }

@@ -2,6 +2,7 @@ package windows
 
 import (
 	"context"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
@@ -204,4 +206,34 @@ func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
 
 	p.InstallJoiner = false
 	assert.False(t, slices.ContainsFunc(p.windowsLockedDirs(), func(d windowsLockedDir) bool { return d.Path == windowsJoinerDir }))
+}
+
+// Sysprep is the last command: once it returns, the closer removes WinRM
+// and powers Windows off (and on a dropped connection it is going down
+// already), so the joiner's version is asked before it.
+func TestNoWinRMCommandAfterSysprep(t *testing.T) {
+	for name, exit := range map[string]int{"the command returns": 0, "the connection drops": packersdk.CmdDisconnect} {
+		t.Run(name, func(t *testing.T) {
+			g := guesttest.NewWindows()
+			g.Exit[stepSysprep] = exit
+			p := basePlan(t)
+			require.True(t, p.InstallJoiner)
+			facts, err := Bake(context.Background(), guesttest.NewUI(), g, p, testArtifacts(t, p))
+			require.NoError(t, err)
+			assert.Equal(t, "v0.9.1", facts.Joiner, "asked before sysprep")
+			assert.True(t, g.Sysprepped)
+			assert.Empty(t, g.AfterSysprep, "no command reaches the guest once sysprep has returned")
+			commands, _, _ := g.Snapshot()
+			assert.Equal(t, powershellFile(windowsSysprepScript), commands[len(commands)-1], "sysprep is the last command")
+		})
+	}
+}
+
+// testArtifacts are realUploads as the artifacts Bake takes.
+func testArtifacts(t *testing.T, p Plan) []versions.Artifact {
+	var arts []versions.Artifact
+	for _, u := range realUploads(t, p) {
+		arts = append(arts, versions.Artifact{Name: u.Name, FileName: path.Base(remote.UploadPath(u.Remote)), Local: u.Local, SHA256: u.SHA256})
+	}
+	return arts
 }
