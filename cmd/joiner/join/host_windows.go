@@ -63,6 +63,31 @@ func (h windowsHost) RestartKubelet(ctx context.Context, flags []string) error {
 	return startService(ctx, units.KubeletServiceName)
 }
 
+// KubeletHasFlags compares the kubelet service's command line with the
+// one setKubeletArgs registers for flags.
+func (windowsHost) KubeletHasFlags(_ context.Context, flags []string) (bool, error) {
+	m, err := mgr.Connect()
+	if err != nil {
+		return false, err
+	}
+	defer m.Disconnect()
+	s, err := m.OpenService(units.KubeletServiceName)
+	if err != nil {
+		return false, fmt.Errorf("the kubelet service is not installed (kubenode-bake installs it): %w", err)
+	}
+	defer s.Close()
+	c, err := s.Config()
+	if err != nil {
+		return false, err
+	}
+	return strings.EqualFold(c.BinaryPathName, kubeletCommandLine(flags)), nil
+}
+
+// kubeletCommandLine is the kubelet service's command line with flags.
+func kubeletCommandLine(flags []string) string {
+	return units.CommandLine(units.WithKubeletFlags(units.WindowsKubeletArgs(), flags...))
+}
+
 func (windowsHost) DisableFirstBoot() error {
 	m, err := mgr.Connect()
 	if err != nil {
@@ -97,7 +122,7 @@ func setKubeletArgs(flags []string) error {
 	if err != nil {
 		return err
 	}
-	c.BinaryPathName = units.CommandLine(units.WithKubeletFlags(units.WindowsKubeletArgs(), flags...))
+	c.BinaryPathName = kubeletCommandLine(flags)
 	c.StartType = mgr.StartAutomatic
 	return s.UpdateConfig(c)
 }
