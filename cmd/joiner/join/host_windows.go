@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/Microsoft/go-winio"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
@@ -124,7 +125,28 @@ func setKubeletArgs(flags []string) error {
 	}
 	c.BinaryPathName = kubeletCommandLine(flags)
 	c.StartType = mgr.StartAutomatic
-	return s.UpdateConfig(c)
+	if err := s.UpdateConfig(c); err != nil {
+		return err
+	}
+	return keepRestartOnFailure(s)
+}
+
+// keepRestartOnFailure: ChangeServiceConfig leaves the failure actions
+// alone, so the bake's restart after 10 s survives the re-registration;
+// a kubelet service without them (registered by hand) gets them here.
+func keepRestartOnFailure(s *mgr.Service) error {
+	actions, err := s.RecoveryActions()
+	if err != nil {
+		return fmt.Errorf("reading the kubelet service's failure actions: %w", err)
+	}
+	if len(actions) > 0 {
+		return nil
+	}
+	restart := []mgr.RecoveryAction{{Type: mgr.ServiceRestart, Delay: units.ServiceRestartDelayMS * time.Millisecond}}
+	if err := s.SetRecoveryActions(restart, 0); err != nil {
+		return fmt.Errorf("setting the kubelet service's failure actions: %w", err)
+	}
+	return nil
 }
 
 func startService(ctx context.Context, name string) error {

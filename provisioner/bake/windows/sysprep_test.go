@@ -237,3 +237,19 @@ func testArtifacts(t *testing.T, p Plan) []versions.Artifact {
 	}
 	return arts
 }
+
+// The kubelet and containerd restart 10 s after each failure, as on
+// Kubernetes' GCE Windows nodes; the check reads the registry first.
+func TestKubeletAndContainerdRestartOnFailure(t *testing.T) {
+	p := basePlan(t)
+	for step, name := range map[string]string{"containerd": "containerd", "kubelet": "kubelet"} {
+		script := stepScript(t, p, step)
+		assert.Contains(t, script, "-FilePath 'sc.exe' -Arguments @('failure', '"+name+"', 'reset=', '0', 'actions=', 'restart/10000')", step)
+		assert.Contains(t, script, `'HKLM:\SYSTEM\CurrentControlSet\Services\`+name+`' -Name 'FailureActions'`, step)
+	}
+	// The kubelet's recovery is set after its service is registered.
+	kubelet := stepScript(t, p, "kubelet")
+	assert.Less(t, strings.Index(kubelet, "sc.exe create kubelet"), strings.Index(kubelet, "sc.exe failure kubelet"))
+	containerd := stepScript(t, p, "containerd")
+	assert.Less(t, strings.Index(containerd, "--register-service"), strings.Index(containerd, "sc.exe failure containerd"))
+}
