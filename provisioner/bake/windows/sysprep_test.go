@@ -253,3 +253,26 @@ func TestKubeletAndContainerdRestartOnFailure(t *testing.T) {
 	containerd := stepScript(t, p, "containerd")
 	assert.Less(t, strings.Index(containerd, "--register-service"), strings.Index(containerd, "sc.exe failure containerd"))
 }
+
+// Every Pod volume lives under C:\var\lib\kubelet: Users (ContainerUser
+// included) read it; the node's keys in its pki folder stay SYSTEM's and
+// Administrators', locked after their parent.
+func TestPodVolumesReadableByContainerUser(t *testing.T) {
+	script := stepScript(t, basePlan(t), stepPermissions)
+	users := "'*" + sidUsers + ":(OI)(CI)RX'"
+	kubelet := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet' -Grants @\(.*?\r\n\)`).FindString(script)
+	require.NotEmpty(t, kubelet)
+	assert.Contains(t, kubelet, users)
+	pki := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet\\pki' -Grants @\(.*?\r\n\)`).FindString(script)
+	require.NotEmpty(t, pki)
+	assert.NotContains(t, pki, sidUsers)
+	assert.Less(t, strings.Index(script, kubelet), strings.Index(script, pki))
+	// Binaries and configuration stay writable by SYSTEM and Administrators only.
+	for _, d := range []string{`C:\etc\kubernetes`, `C:\ProgramData\kubenode`} {
+		block := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path '`+regexp.QuoteMeta(d)+`' -Grants @\(.*?\r\n\)`).FindString(script)
+		require.NotEmpty(t, block, d)
+		assert.NotContains(t, block, sidUsers, d)
+	}
+	// A folder locked before without a grant it now has is locked again.
+	assert.Contains(t, script, "$missing.Count -eq 0")
+}
