@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -477,4 +478,54 @@ func TestRerunVerifiesBeforeItDeclaresSuccess(t *testing.T) {
 		assert.Equal(t, []string{"disable-first-boot"}, e.host.calls[before:])
 		assert.Contains(t, e.log.String(), "already a member of the cluster and is Ready: nothing changed")
 	})
+}
+
+// dateClient stands for the HTTPS answers of an API server whose clock
+// reads serverNow: each client it builds sends one request through the
+// client's transport wrappers, as the real clientset does.
+func dateClient(e *env, serverNow func() time.Time) func(*rest.Config) (kubernetes.Interface, error) {
+	return func(rc *rest.Config) (kubernetes.Interface, error) {
+		if rc.WrapTransport != nil {
+			rt := rc.WrapTransport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: 200, Header: http.Header{"Date": {serverNow().UTC().Format(http.TimeFormat)}}, Body: http.NoBody}, nil
+			}))
+			req, _ := http.NewRequest(http.MethodGet, rc.Host+"/api/v1/namespaces/kube-public/configmaps/cluster-info", nil)
+			if _, err := rt.RoundTrip(req); err != nil {
+				return nil, err
+			}
+		}
+		return e.client, nil
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The node's clock is compared with the API server's Date header during
+// discovery: off by more than MaxClockSkew, the join fails there, before
+// the TLS bootstrap, naming the skew.
+func TestClockSkewFailsDiscoveryNamingTheSkew(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.opts.NewClient = dateClient(e, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	// The Date header has whole seconds.
+	assert.Regexp(t, `^phase discovery: this node's clock is (1h59m59s|2h0m0s) behind the API server's \(node `, err.Error())
+	assert.Contains(t, err.Error(), "at most 5m0s allowed")
+	assert.Contains(t, err.Error(), "nothing was written to this node")
+	assert.Empty(t, e.host.calls, "kubeadm never ran")
+
+	// Within the threshold (a variable tests change) the join goes on.
+	old := join.MaxClockSkew
+	join.MaxClockSkew = 3 * time.Hour
+	t.Cleanup(func() { join.MaxClockSkew = old })
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+
+	e = newEnv(t, goodConfig)
+	e.opts.NewClient = dateClient(e, func() time.Time { return time.Now().Add(-10 * time.Minute) })
+	join.MaxClockSkew = 5 * time.Minute
+	err = join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Regexp(t, `this node's clock is (10m0s|10m1s) ahead of the API server's`, err.Error())
 }
