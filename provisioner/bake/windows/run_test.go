@@ -46,17 +46,28 @@ func fastRestart(t *testing.T) {
 	t.Cleanup(func() { windowsRestartBackoff, windowsRestartAttempt, windowsSettleBackoff = backoff, attempt, settle })
 }
 
-func TestRunWindowsOrderAndRestart(t *testing.T) {
-	fastRestart(t)
-	g := guesttest.NewWindows()
-	g.NeedsRestart, g.Lingering, g.DownFor, g.Servicing = true, 2, 3, 2
+// stepsWithRestart is the whole flow of basePlan on a guest that restarts
+// for the Containers feature.
+var stepsWithRestart = []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
+	"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}
+
+// runWithRestart runs basePlan on g, which restarts for the Containers feature.
+func runWithRestart(t *testing.T, g *guesttest.Windows) (guesttest.UI, Plan, []Upload) {
+	t.Helper()
+	g.NeedsRestart = true
 	ui := guesttest.NewUI()
 	p := basePlan(t)
 	ups := realUploads(t, p)
 	require.NoError(t, Run(context.Background(), ui, g, p, ups))
+	assert.Equal(t, stepsWithRestart, g.Steps())
+	return ui, p, ups
+}
 
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
-		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+func TestRunWindowsOrderAndRestart(t *testing.T) {
+	fastRestart(t)
+	g := guesttest.NewWindows()
+	g.Lingering, g.DownFor, g.Servicing = 2, 3, 2
+	ui, p, ups := runWithRestart(t, g)
 	// Every artifact is on the guest before the check, the check before any install.
 	_, log, _ := g.Snapshot()
 	verify := slices.Index(log, "verify-artifacts")
@@ -202,13 +213,9 @@ func TestPowershellEncodedRoundTripsAndFitsTheCommandLine(t *testing.T) {
 func TestFirstCommandAfterRestartIsRetried(t *testing.T) {
 	fastRestart(t)
 	g := guesttest.NewWindows()
-	g.NeedsRestart, g.Lingering, g.DownFor, g.ResetAfterBack = true, 1, 1, 3
-	ui := guesttest.NewUI()
-	p := basePlan(t)
-	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+	g.Lingering, g.DownFor, g.ResetAfterBack = 1, 1, 3
+	ui, p, _ := runWithRestart(t, g)
 	assert.Equal(t, 3, g.Resets)
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
-		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
 	assert.Contains(t, ui.Out.String(), "connection reset by peer")
 
 	// Within a budget: a guest that keeps resetting fails the build.

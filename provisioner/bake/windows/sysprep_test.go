@@ -269,7 +269,7 @@ func TestPodVolumesReadableByContainerUser(t *testing.T) {
 	assert.Less(t, strings.Index(script, kubelet), strings.Index(script, pki))
 	// Binaries and configuration stay writable by SYSTEM and Administrators only.
 	for _, d := range []string{`C:\etc\kubernetes`, `C:\ProgramData\kubenode`} {
-		block := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path '`+regexp.QuoteMeta(d)+`' -Grants @\(.*?\r\n\)`).FindString(script)
+		block := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path '` + regexp.QuoteMeta(d) + `' -Grants @\(.*?\r\n\)`).FindString(script)
 		require.NotEmpty(t, block, d)
 		assert.NotContains(t, block, sidUsers, d)
 	}
