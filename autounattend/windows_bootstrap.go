@@ -98,7 +98,11 @@ func winrmBootstrap(s *powershell.Script, w Windows) {
 			powershell.Quote(firewallWinRMTLS), powershell.Quote("kubenode: WinRM HTTPS for the build"))
 	}
 	s.Blank()
-	s.Line("Set-Service -Name 'WinRM' -StartupType Automatic")
+	s.Comment("Delayed automatic start: a plain Automatic WinRM is not reliably up after the")
+	s.Comment("restart the Containers feature asks for (image-builder's systemprep role and")
+	s.Comment("rgl/windows-vagrant set delayed-auto for that). Set-Service in Windows PowerShell")
+	s.Comment("5.1 has no AutomaticDelayedStart, so sc.exe.")
+	s.Native("sc.exe config WinRM", "& sc.exe config WinRM start= delayed-auto")
 	s.Line("Restart-Service -Name 'WinRM'")
 }
 

@@ -520,3 +520,16 @@ func TestEvaluationImageIndex(t *testing.T) {
 	assert.Equal(t, 3, EvaluationImageIndex(EditionDatacenter, ExperienceCore))
 	assert.Equal(t, 4, EvaluationImageIndex(EditionDatacenter, ExperienceDesktop))
 }
+
+// WinRM starts delayed-auto: plain Automatic is not reliably up after the
+// Containers feature's restart.
+func TestWinRMStartsDelayedAuto(t *testing.T) {
+	for _, name := range []string{"bootstrap-winrm.ps1", "bootstrap-winrm-https.ps1"} {
+		out, err := RenderWindowsBootstrap(bootstrapCases()[name])
+		require.NoError(t, err)
+		s := string(out)
+		assert.Contains(t, s, "& sc.exe config WinRM start= delayed-auto\r\n", name)
+		assert.NotContains(t, s, "Set-Service -Name 'WinRM' -StartupType Automatic", name)
+		assert.Less(t, strings.Index(s, "start= delayed-auto"), strings.Index(s, "Restart-Service -Name 'WinRM'"), name)
+	}
+}

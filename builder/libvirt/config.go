@@ -543,6 +543,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.Network != "" && c.Bridge != "" {
 		add("bridge", "set network or bridge, not both")
 	}
+	if w := winrmInClearWarning(c); w != "" {
+		warnings = append(warnings, w)
+	}
 	if c.HostPortMin == 0 {
 		c.HostPortMin = 2222
 	}
@@ -657,6 +660,28 @@ func tcpURIWarning(uri string) string {
 		"so the daemon must accept TCP connections with auth_tcp = \"none\" (anyone who reaches its port controls the hypervisor), "+
 		"and the seed disc with the build password, the base disk and the image cross the network in clear. "+
 		"Use qemu+ssh://user@host/system instead.", uri)
+}
+
+// winrmInClearWarning: a Windows build over WinRM without winrm_use_ssl
+// speaks Basic authentication over HTTP; on a libvirt network or a bridge
+// (not user-mode networking, where the port is forwarded to 127.0.0.1)
+// everything on that network can read the build password, the scripts
+// and the sysprep step, which carries the clone's Administrator password.
+func winrmInClearWarning(c *Config) string {
+	if c.Windows == nil || c.Comm.Type == "ssh" || c.Comm.WinRMUseSSL {
+		return ""
+	}
+	attached := "bridge " + strconv.Quote(c.Bridge)
+	switch {
+	case c.Bridge == "" && (c.Network == "" || c.Network == "user"):
+		return ""
+	case c.Bridge == "":
+		attached = "libvirt network " + strconv.Quote(c.Network)
+	}
+	return fmt.Sprintf("winrm_use_ssl: is off and the guest is on %s: WinRM uses Basic authentication over unencrypted HTTP (port 5985), "+
+		"so the build password, every script and the sysprep step, which carries the clone's Administrator password "+
+		"(clone_admin_password or the random one), cross that network in clear. Set winrm_use_ssl = true (with winrm_insecure = true "+
+		"for the bootstrap's self-signed certificate), or build on network = \"user\"", attached)
 }
 
 // prefixed turns a seed's validation problems into one error per problem,

@@ -217,3 +217,47 @@ func TestPrepareLinuxInstallerProxyReachesTheSeed(t *testing.T) {
 	_, err = (&Config{}).Prepare(raw)
 	assert.ErrorContains(t, err, "http_proxy: ")
 }
+
+// WinRM Basic over HTTP on a libvirt network or a bridge carries the build
+// password and the sysprep step (with the clone's password) in clear.
+func TestPrepareWarnsAboutWinRMInClear(t *testing.T) {
+	windows := func(extra map[string]interface{}) map[string]interface{} {
+		raw := map[string]interface{}{
+			"iso_url": "win.iso", "iso_checksum": "sha256:0000000000000000000000000000000000000000000000000000000000000000", "winrm_password": "Passw0rd!", "virtio_win_iso": "virtio-win.iso", "accelerator": "tcg",
+			"windows": map[string]interface{}{"version": "2022"},
+		}
+		for k, v := range extra {
+			raw[k] = v
+		}
+		return raw
+	}
+	for name, extra := range map[string]map[string]interface{}{
+		"network": {"network": "default"},
+		"bridge":  {"bridge": "br0"},
+	} {
+		warns, err := (&Config{}).Prepare(windows(extra))
+		require.NoError(t, err, name)
+		require.Len(t, warns, 1, name)
+		assert.Contains(t, warns[0], "winrm_use_ssl: is off and the guest is on ", name)
+		assert.Contains(t, warns[0], "Basic authentication over unencrypted HTTP", name)
+		assert.Contains(t, warns[0], "sysprep step", name)
+		assert.Contains(t, warns[0], "Set winrm_use_ssl = true", name)
+	}
+	warns, _ := (&Config{}).Prepare(windows(map[string]interface{}{"bridge": "br0"}))
+	assert.Contains(t, warns[0], `bridge "br0"`)
+
+	for name, extra := range map[string]map[string]interface{}{
+		"user-mode networking": {},
+		"winrm_use_ssl":        {"network": "default", "winrm_use_ssl": true, "winrm_insecure": true},
+	} {
+		warns, err := (&Config{}).Prepare(windows(extra))
+		require.NoError(t, err, name)
+		assert.Empty(t, warns, name)
+	}
+	// Linux guests and the ssh communicator do not use WinRM.
+	raw := linuxRaw()
+	raw["network"] = "default"
+	warns, err := (&Config{}).Prepare(raw)
+	require.NoError(t, err)
+	assert.Empty(t, warns)
+}

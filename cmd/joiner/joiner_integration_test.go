@@ -186,7 +186,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		require.NoError(t, err)
 		out, err := c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "again.log"))
 		require.NoError(t, err)
-		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster: nothing changed")
+		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster and is Ready: nothing changed")
 		assert.NotContains(t, out, "[kubeadm-join]")
 		after, err := os.Stat(kubeletConf)
 		require.NoError(t, err)
@@ -216,9 +216,10 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.NotContains(t, string(data), "token:", "the token is removed from the config file by the run that joined")
 		assert.Contains(t, out, "[kubeadm-join] removed the token from "+path)
 
-		out, err = c.run(ctx, "join", "--config", path, "--log-file", filepath.Join(c.dir, "not-ready-again.log"))
-		require.NoError(t, err, "the rerun finds the node joined")
-		assert.Contains(t, out, "node "+nodeName+" is already a member of the cluster")
+		// The rerun finds the node joined, but declares no success while it is NotReady.
+		out, err = c.run(ctx, "join", "--config", path, "--node-ready-timeout", "10s", "--log-file", filepath.Join(c.dir, "not-ready-again.log"))
+		require.Error(t, err, "the rerun checks Ready")
+		assert.Contains(t, out, "phase node-ready: Node "+nodeName+" is not Ready after 10s")
 		data, err = os.ReadFile(path)
 		require.NoError(t, err)
 		assert.NotContains(t, string(data), "token:", "the token is removed from the config file")

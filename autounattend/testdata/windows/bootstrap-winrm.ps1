@@ -27,7 +27,12 @@ Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $true
 Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $true
 New-NetFirewallRule -Name 'kubenode-winrm-http' -DisplayName 'kubenode: WinRM HTTP for the build' -Direction Inbound -Protocol TCP -LocalPort 5985 -Action Allow | Out-Null
 
-Set-Service -Name 'WinRM' -StartupType Automatic
+# Delayed automatic start: a plain Automatic WinRM is not reliably up after the
+# restart the Containers feature asks for (image-builder's systemprep role and
+# rgl/windows-vagrant set delayed-auto for that). Set-Service in Windows PowerShell
+# 5.1 has no AutomaticDelayedStart, so sc.exe.
+& sc.exe config WinRM start= delayed-auto
+if ($LASTEXITCODE -ne 0) { throw "sc.exe config WinRM failed with exit code $LASTEXITCODE" }
 Restart-Service -Name 'WinRM'
 
 Remove-NetFirewallRule -Name 'kubenode-build-gate'

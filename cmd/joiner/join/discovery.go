@@ -26,18 +26,25 @@ import (
 // written: fetch cluster-info without trusting the server, check the
 // token's JWS signature on it, pin its CA against caCertHashes, then fetch
 // it again over TLS verified by that CA. It retries while the API server
-// is unreachable or the token's signature is not there yet.
+// is unreachable or the token's signature is not there yet. Then it
+// compares the node's clock with the Date header of the API server's first
+// answer (see MaxClockSkew).
 func discover(ctx context.Context, d *data) error {
 	cfg := d.cfg
 	var info *ClusterInfo
+	dates := &serverDate{}
 	err := poll(ctx, d, cfg.Timeouts.Discovery.Duration, func(ctx context.Context) error {
 		var err error
-		info, err = FetchClusterInfo(ctx, d.opts.NewClient, cfg)
+		info, err = FetchClusterInfo(ctx, dates.clients(d.opts.NewClient), cfg)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was written to this node; check apiServerEndpoint and that the token is valid "+
 			"(`kubeadm token list` on the control plane; make a new one with `joiner token`)", err)
+	}
+	// Before the TLS bootstrap, which fails late and obscurely on a wrong clock.
+	if err := dates.check(cfg.APIServerEndpoint); err != nil {
+		return fmt.Errorf("%w\nnothing was written to this node", err)
 	}
 	d.ca, d.caPEM, d.serverURL, d.serverVersion = info.CA, info.CAPEM, info.Server, info.Version
 	fmt.Fprintf(d.opts.Log, "[discovery] cluster-info signed for token %s; CA %s; API server %s, Kubernetes %s\n",

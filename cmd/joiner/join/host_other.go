@@ -59,6 +59,9 @@ func (linuxHost) DialCRI(ctx context.Context, endpoint string) error {
 func (linuxHost) PrepareKubelet(context.Context, []string) error { return nil }
 func (linuxHost) RestartKubelet(context.Context, []string) error { return nil }
 
+// KubeletHasFlags: kubeadm's drop-in reads kubeadm-flags.env itself.
+func (linuxHost) KubeletHasFlags(context.Context, []string) (bool, error) { return true, nil }
+
 // DisableFirstBoot disables the systemd unit when systemd started us; its
 // ConditionPathExists already keeps it from running again.
 func (linuxHost) DisableFirstBoot() error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/Microsoft/go-winio"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
@@ -63,6 +64,31 @@ func (h windowsHost) RestartKubelet(ctx context.Context, flags []string) error {
 	return startService(ctx, units.KubeletServiceName)
 }
 
+// KubeletHasFlags compares the kubelet service's command line with the
+// one setKubeletArgs registers for flags.
+func (windowsHost) KubeletHasFlags(_ context.Context, flags []string) (bool, error) {
+	m, err := mgr.Connect()
+	if err != nil {
+		return false, err
+	}
+	defer m.Disconnect()
+	s, err := m.OpenService(units.KubeletServiceName)
+	if err != nil {
+		return false, fmt.Errorf("the kubelet service is not installed (kubenode-bake installs it): %w", err)
+	}
+	defer s.Close()
+	c, err := s.Config()
+	if err != nil {
+		return false, err
+	}
+	return strings.EqualFold(c.BinaryPathName, kubeletCommandLine(flags)), nil
+}
+
+// kubeletCommandLine is the kubelet service's command line with flags.
+func kubeletCommandLine(flags []string) string {
+	return units.CommandLine(units.WithKubeletFlags(units.WindowsKubeletArgs(), flags...))
+}
+
 func (windowsHost) DisableFirstBoot() error {
 	m, err := mgr.Connect()
 	if err != nil {
@@ -97,9 +123,30 @@ func setKubeletArgs(flags []string) error {
 	if err != nil {
 		return err
 	}
-	c.BinaryPathName = units.CommandLine(units.WithKubeletFlags(units.WindowsKubeletArgs(), flags...))
+	c.BinaryPathName = kubeletCommandLine(flags)
 	c.StartType = mgr.StartAutomatic
-	return s.UpdateConfig(c)
+	if err := s.UpdateConfig(c); err != nil {
+		return err
+	}
+	return keepRestartOnFailure(s)
+}
+
+// keepRestartOnFailure: ChangeServiceConfig leaves the failure actions
+// alone, so the bake's restart after 10 s survives the re-registration;
+// a kubelet service without them (registered by hand) gets them here.
+func keepRestartOnFailure(s *mgr.Service) error {
+	actions, err := s.RecoveryActions()
+	if err != nil {
+		return fmt.Errorf("reading the kubelet service's failure actions: %w", err)
+	}
+	if len(actions) > 0 {
+		return nil
+	}
+	restart := []mgr.RecoveryAction{{Type: mgr.ServiceRestart, Delay: units.ServiceRestartDelayMS * time.Millisecond}}
+	if err := s.SetRecoveryActions(restart, 0); err != nil {
+		return fmt.Errorf("setting the kubelet service's failure actions: %w", err)
+	}
+	return nil
 }
 
 func startService(ctx context.Context, name string) error {

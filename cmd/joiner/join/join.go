@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/phases"
@@ -61,6 +63,10 @@ type Host interface {
 	// RestartKubelet (Windows) re-registers the kubelet service with
 	// kubeadm's flags and starts containerd, then the kubelet.
 	RestartKubelet(ctx context.Context, flags []string) error
+	// KubeletHasFlags (Windows) says whether the kubelet service is
+	// registered with exactly these flags; true on Linux, where kubeadm's
+	// drop-in reads kubeadm-flags.env.
+	KubeletHasFlags(ctx context.Context, flags []string) (bool, error)
 	// DisableFirstBoot turns off the joiner's first-boot service.
 	DisableFirstBoot() error
 }
@@ -70,7 +76,12 @@ type data struct {
 	opts    Options
 	cfg     *config.Config
 	sources []string // where the configuration came from, in merge order
-	joined  bool     // already a member: every later phase but cleanup is skipped
+	// joined: already a member; the phases that join are skipped, those
+	// that verify (kubelet-service, node-ready, node-registration) check
+	// and finish what an earlier run left undone.
+	joined bool
+	// finished is what this run finished on a node that was a member.
+	finished []string
 	// scrubbed are the files cleanup removed a token from.
 	scrubbed []string
 
@@ -97,9 +108,9 @@ func Phases() []phases.Phase[*data] {
 		{Name: "kubeadm-config", Help: "write kubeadm's JoinConfiguration", Run: writeKubeadmConfig, RunIf: notJoined},
 		{Name: "kubelet-prepare", Help: "register the kubelet service's flags (Windows)", Run: prepareKubelet, RunIf: notJoined},
 		{Name: "kubeadm-join", Help: "run kubeadm join", Run: kubeadmJoin, RunIf: notJoined},
-		{Name: "kubelet-service", Help: "apply kubeadm-flags.env to the kubelet service (Windows)", Run: restartKubelet, RunIf: notJoined},
-		{Name: "node-ready", Help: "wait for the Node to be Ready", Run: waitReady, RunIf: notJoined},
-		{Name: "node-registration", Help: "check the Node's labels and taints", Run: ensureRegistration, RunIf: notJoined},
+		{Name: "kubelet-service", Help: "apply kubeadm-flags.env to the kubelet service (Windows)", Run: restartKubelet},
+		{Name: "node-ready", Help: "wait for the Node to be Ready", Run: waitReady},
+		{Name: "node-registration", Help: "check the Node's labels and taints", Run: ensureRegistration},
 		{Name: "cleanup", Help: "remove the token from disk, disable the first-boot service", Run: cleanup},
 	}
 }
@@ -128,10 +139,14 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	switch {
-	case d.joined && len(d.scrubbed) > 0:
-		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster: removed the token an earlier run left on disk\n", d.cfg.NodeName)
+	case d.joined && (len(d.scrubbed) > 0 || len(d.finished) > 0):
+		done := slices.Clone(d.finished)
+		if len(d.scrubbed) > 0 {
+			done = append(done, "removed the token an earlier run left on disk")
+		}
+		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster and is Ready: %s\n", d.cfg.NodeName, strings.Join(done, "; "))
 	case d.joined:
-		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster: nothing changed\n", d.cfg.NodeName)
+		fmt.Fprintf(opts.Log, "node %s is already a member of the cluster and is Ready: nothing changed\n", d.cfg.NodeName)
 	default:
 		fmt.Fprintf(opts.Log, "node %s joined the cluster and is Ready\n", d.cfg.NodeName)
 	}

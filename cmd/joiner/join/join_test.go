@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,10 @@ type fakeHost struct {
 	kubeadmConfig     []byte
 	prepared, applied []string
 	flagsEnv          string
+	// service is what the kubelet service is registered with;
+	// restartFails makes RestartKubelet fail (the run dies there).
+	service      []string
+	restartFails bool
 	// version is what the kubelet and kubeadm report.
 	version string
 }
@@ -60,13 +66,21 @@ func (h *fakeHost) DialCRI(context.Context, string) error { h.record("dial-cri")
 func (h *fakeHost) DisableFirstBoot() error               { h.record("disable-first-boot"); return nil }
 func (h *fakeHost) PrepareKubelet(_ context.Context, f []string) error {
 	h.record("prepare-kubelet")
-	h.prepared = f
+	h.prepared, h.service = f, f
 	return nil
 }
 func (h *fakeHost) RestartKubelet(_ context.Context, f []string) error {
 	h.record("restart-kubelet")
-	h.applied = f
+	if h.restartFails {
+		return fmt.Errorf("service kubelet: the service did not respond to the start or control request in a timely fashion")
+	}
+	h.applied, h.service = f, f
 	return nil
+}
+
+// KubeletHasFlags only reads: it is not recorded.
+func (h *fakeHost) KubeletHasFlags(_ context.Context, f []string) (bool, error) {
+	return slices.Equal(h.service, f), nil
 }
 
 func (h *fakeHost) Output(_ context.Context, _ []string, path string, args ...string) (string, error) {
@@ -343,6 +357,7 @@ func TestJoinFailingInNodeReadyLeavesNoTokenAfterTheRerun(t *testing.T) {
 	assert.NotContains(t, string(cfg), "token:", "the token goes once kubeadm join has succeeded")
 
 	e.log.Reset()
+	setReady(t, e.client, "win-node-1", corev1.ConditionTrue)
 	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
 	assert.Contains(t, e.log.String(), "node win-node-1 is already a member of the cluster")
 	_, statErr = os.Stat(e.paths.KubeadmConfig)
@@ -397,4 +412,120 @@ func TestCheckSkew(t *testing.T) {
 	require.ErrorContains(t, err, "kubelet v1.34.0 cannot join a v1.33.13 control plane (supported: minor versions -3 to +0 of it)")
 	require.Error(t, join.CheckSkew("kubelet", "v1.29.9", server, -3, 0))
 	require.ErrorContains(t, join.CheckSkew("kubeadm", "garbage", server, 0, 1), `kubeadm reports version "garbage"`)
+}
+
+// setReady sets the Node's Ready condition, as its kubelet would.
+func setReady(t *testing.T, client *fake.Clientset, name string, status corev1.ConditionStatus) {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "KubeletReady"}}
+	_, err = client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// A rerun on a member (the first-boot service runs again after a failure)
+// checks and finishes what the failed run left: it declares success only
+// once the Node is Ready and carries its labels, and the kubelet service
+// has kubeadm's flags.
+func TestRerunVerifiesBeforeItDeclaresSuccess(t *testing.T) {
+	t.Run("after a node-ready timeout", func(t *testing.T) {
+		e := newEnv(t, goodConfig)
+		e.host.notReady = "container runtime network not ready: cni plugin not initialized"
+		require.ErrorContains(t, join.Run(context.Background(), e.opts), "phase node-ready:")
+
+		// Still NotReady: the rerun fails in node-ready and leaves the service to run again.
+		e.log.Reset()
+		err := join.Run(context.Background(), e.opts)
+		require.ErrorContains(t, err, "phase node-ready: Node win-node-1 is not Ready after 1s (Ready=False", e.log.String())
+		assert.NotContains(t, e.host.calls, "disable-first-boot")
+
+		// Ready, but its label was lost: the rerun sets it, then succeeds.
+		setReady(t, e.client, "win-node-1", corev1.ConditionTrue)
+		n, err := e.client.CoreV1().Nodes().Get(context.Background(), "win-node-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		delete(n.Labels, "example.com/pool")
+		_, err = e.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		e.log.Reset()
+		require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+		n, err = e.client.CoreV1().Nodes().Get(context.Background(), "win-node-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "lab", n.Labels["example.com/pool"])
+		assert.Contains(t, e.log.String(), "node win-node-1 is already a member of the cluster and is Ready: labels set")
+		assert.Equal(t, "disable-first-boot", e.host.calls[len(e.host.calls)-1])
+	})
+	t.Run("after a run that died before kubelet-service", func(t *testing.T) {
+		e := newEnv(t, goodConfig)
+		e.host.flagsEnv = "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd\"\n"
+		e.host.restartFails = true
+		require.ErrorContains(t, join.Run(context.Background(), e.opts), "phase kubelet-service:")
+		require.Nil(t, e.host.applied)
+
+		e.host.restartFails = false
+		e.log.Reset()
+		require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+		want := []string{"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd",
+			"--hostname-override=win-node-1", "--node-labels=example.com/pool=lab", "--register-with-taints=os=windows:NoSchedule", "--v=2"}
+		assert.Equal(t, want, e.host.applied, "the rerun gives the kubelet service kubeadm's flags")
+		assert.Contains(t, e.log.String(), "[kubelet-service] the kubelet service lacks the flags of "+e.paths.KubeadmFlags)
+		assert.Contains(t, e.log.String(), "kubeadm's flags applied to the kubelet service")
+
+		// A third run finds everything in place and changes nothing.
+		before := len(e.host.calls)
+		e.log.Reset()
+		require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+		assert.Equal(t, []string{"disable-first-boot"}, e.host.calls[before:])
+		assert.Contains(t, e.log.String(), "already a member of the cluster and is Ready: nothing changed")
+	})
+}
+
+// dateClient stands for the HTTPS answers of an API server whose clock
+// reads serverNow: each client it builds sends one request through the
+// client's transport wrappers, as the real clientset does.
+func dateClient(e *env, serverNow func() time.Time) func(*rest.Config) (kubernetes.Interface, error) {
+	return func(rc *rest.Config) (kubernetes.Interface, error) {
+		if rc.WrapTransport != nil {
+			rt := rc.WrapTransport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: 200, Header: http.Header{"Date": {serverNow().UTC().Format(http.TimeFormat)}}, Body: http.NoBody}, nil
+			}))
+			req, _ := http.NewRequest(http.MethodGet, rc.Host+"/api/v1/namespaces/kube-public/configmaps/cluster-info", nil)
+			if _, err := rt.RoundTrip(req); err != nil {
+				return nil, err
+			}
+		}
+		return e.client, nil
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The node's clock is compared with the API server's Date header during
+// discovery: off by more than MaxClockSkew, the join fails there, before
+// the TLS bootstrap, naming the skew.
+func TestClockSkewFailsDiscoveryNamingTheSkew(t *testing.T) {
+	e := newEnv(t, goodConfig)
+	e.opts.NewClient = dateClient(e, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	// The Date header has whole seconds.
+	assert.Regexp(t, `^phase discovery: this node's clock is (1h59m59s|2h0m0s) behind the API server's \(node `, err.Error())
+	assert.Contains(t, err.Error(), "at most 5m0s allowed")
+	assert.Contains(t, err.Error(), "nothing was written to this node")
+	assert.Empty(t, e.host.calls, "kubeadm never ran")
+
+	// Within the threshold (a variable tests change) the join goes on.
+	old := join.MaxClockSkew
+	join.MaxClockSkew = 3 * time.Hour
+	t.Cleanup(func() { join.MaxClockSkew = old })
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+
+	e = newEnv(t, goodConfig)
+	e.opts.NewClient = dateClient(e, func() time.Time { return time.Now().Add(-10 * time.Minute) })
+	join.MaxClockSkew = 5 * time.Minute
+	err = join.Run(context.Background(), e.opts)
+	require.Error(t, err)
+	assert.Regexp(t, `this node's clock is (10m0s|10m1s) ahead of the API server's`, err.Error())
 }

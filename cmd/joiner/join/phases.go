@@ -312,20 +312,39 @@ func kubeadmJoin(ctx context.Context, d *data) error {
 	return nil
 }
 
+// restartKubelet gives the kubelet service kubeadm's flags, then ours. On
+// a node that is already a member it does so only when the service lacks
+// them: an earlier run that stopped between kubeadm-join and this phase.
 func restartKubelet(ctx context.Context, d *data) error {
+	var flags []string
 	env, err := os.ReadFile(d.opts.Paths.KubeadmFlags)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return d.opts.Host.RestartKubelet(ctx, nil)
+	switch {
+	case err == nil:
+		if flags, err = units.ParseKubeadmFlags(string(env)); err != nil {
+			return fmt.Errorf("%s: %w", d.opts.Paths.KubeadmFlags, err)
 		}
+	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
-	flags, err := units.ParseKubeadmFlags(string(env))
-	if err != nil {
-		return fmt.Errorf("%s: %w", d.opts.Paths.KubeadmFlags, err)
+	if d.kubeadmFlags == nil {
+		d.kubeadmFlags = KubeletRegistrationFlags(d.cfg)
 	}
 	// kubeadm's flags, then ours: our name, labels and taints win.
-	return d.opts.Host.RestartKubelet(ctx, append(flags, d.kubeadmFlags...))
+	if env != nil {
+		flags = append(flags, d.kubeadmFlags...)
+	}
+	if d.joined {
+		has, err := d.opts.Host.KubeletHasFlags(ctx, flags)
+		if err != nil {
+			return fmt.Errorf("reading the kubelet service's flags: %w", err)
+		}
+		if has {
+			return nil
+		}
+		fmt.Fprintf(d.opts.Log, "[kubelet-service] the kubelet service lacks the flags of %s (an earlier run stopped before applying them): applying them\n", d.opts.Paths.KubeadmFlags)
+		d.finished = append(d.finished, "kubeadm's flags applied to the kubelet service")
+	}
+	return d.opts.Host.RestartKubelet(ctx, flags)
 }
 
 // waitReady polls the Node with the node's own credentials, printing its
@@ -435,6 +454,9 @@ func ensureRegistration(ctx context.Context, d *data) error {
 		_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		if err == nil {
 			fmt.Fprintf(d.opts.Log, "[node-registration] labels set on %s\n", n.Name)
+			if d.joined {
+				d.finished = append(d.finished, "labels set")
+			}
 		}
 		return err
 	})

@@ -2,6 +2,7 @@ package units
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +16,21 @@ const (
 	// joiner starts, containerd first.
 	KubeletServiceName    = "kubelet"
 	ContainerdServiceName = "containerd"
+	// ServiceRestartDelayMS is how long the service manager waits before it
+	// restarts the kubelet or containerd after a failure, every time (the
+	// failure count resets at once), as Kubernetes' GCE Windows nodes do
+	// (cluster/gce/windows/k8s-node-setup.psm1).
+	ServiceRestartDelayMS = 10000
 )
+
+// RestartOnFailureServices are the services restarted after a failure.
+var RestartOnFailureServices = []string{ContainerdServiceName, KubeletServiceName}
+
+// ServiceRestartOnFailureArgs are sc.exe's arguments after `failure <name>`
+// for ServiceRestartDelayMS.
+func ServiceRestartOnFailureArgs() []string {
+	return []string{"reset=", "0", "actions=", "restart/" + strconv.Itoa(ServiceRestartDelayMS)}
+}
 
 // JoinerServiceArgs is the joiner's Windows service command line: it runs
 // `join` under the service control manager.

@@ -51,8 +51,23 @@ type Windows struct {
 	Servicing int // boot checks after that which report servicing
 	NeverBack bool
 	Refused   int
+	// ResetAfterBack: the first commands and uploads after a boot check
+	// has reported a restart finished fail with a connection reset (WinRM
+	// answered once, then restarted or dropped the connection); Resets
+	// counts them.
+	ResetAfterBack int
+	Resets         int
+	resetting      int
+	backBoot       int
 
 	Build string // what the guest reports as its Windows build
+
+	// Sysprepped: the sysprep step has returned (exit 0 or a dropped
+	// connection). From then on the closer is removing WinRM and Windows
+	// powers off: every command and upload is refused and kept in
+	// AfterSysprep.
+	Sysprepped   bool
+	AfterSysprep []string
 }
 
 // NewWindows is a Windows guest whose every step succeeds.
@@ -84,12 +99,24 @@ func (g *Windows) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.Commands = append(g.Commands, cmd.Command)
+	if g.Sysprepped {
+		g.AfterSysprep = append(g.AfterSysprep, cmd.Command)
+		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused (Windows is powering off after sysprep)")
+	}
+	if g.resetting > 0 {
+		g.resetting--
+		g.Resets++
+		return errors.New("read tcp 192.0.2.1:50123->192.0.2.10:5985: read: connection reset by peer")
+	}
 	if g.Boot > 0 && g.Lingering == 0 && (g.NeverBack || g.DownFor > 0) {
 		g.DownFor--
 		g.Refused++
 		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused")
 	}
 	out, code := g.handle(cmd.Command)
+	if len(g.Log) > 0 && g.Log[len(g.Log)-1] == "sysprep" && (code == 0 || code == packersdk.CmdDisconnect) {
+		g.Sysprepped = true
+	}
 	go func() {
 		if cmd.Stdout != nil {
 			_, _ = io.WriteString(cmd.Stdout, out)
@@ -119,6 +146,9 @@ func (g *Windows) handle(command string) (string, int) {
 			} else if g.Boot > 0 && g.Servicing > 0 {
 				g.Servicing--
 				servicing = true
+			} else if g.Boot > g.backBoot {
+				g.backBoot = g.Boot
+				g.resetting = g.ResetAfterBack
 			}
 			return fmt.Sprintf("kubenode-boot: 2026-11-22T10:%02d:00.0000000Z servicing=%t\r\n", boot, servicing), 0
 		case strings.HasPrefix(script, "New-Item -ItemType Directory"):
@@ -195,6 +225,15 @@ func (g *Windows) Upload(p string, r io.Reader, _ *os.FileInfo) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.Sysprepped {
+		g.AfterSysprep = append(g.AfterSysprep, "upload "+p)
+		return errors.New("dial tcp 192.0.2.10:5985: connect: connection refused (Windows is powering off after sysprep)")
+	}
+	if g.resetting > 0 {
+		g.resetting--
+		g.Resets++
+		return errors.New("read tcp 192.0.2.1:50123->192.0.2.10:5985: read: connection reset by peer")
+	}
 	if strings.Contains(p, `\`) {
 		return fmt.Errorf("upload path %q: the SSH communicator needs forward slashes", p)
 	}

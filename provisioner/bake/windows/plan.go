@@ -78,6 +78,10 @@ type Plan struct {
 	Images        node.Images
 	RegistryHosts []node.RegistryHost
 	ImagesListed  func([]baked.Image)
+	// JoinerReported, when set with InstallJoiner, receives the version
+	// the installed joiner reports, asked before sysprep: sysprep is the
+	// last command the guest answers.
+	JoinerReported func(version string)
 }
 
 // Files are file names in the staging directory.

@@ -25,7 +25,12 @@ import (
 
 // guest is the connection to a Windows guest, with the flow's restarts,
 // Windows Update rounds and sysprep.
-type guest struct{ *remote.Remote }
+type guest struct {
+	*remote.Remote
+	// settleUntil, set by a restart, is until when the first command after
+	// it is tried again when it cannot start (see settled).
+	settleUntil time.Time
+}
 
 // Upload is a file the Windows flow puts on the guest, and checks there,
 // before anything is installed.
@@ -57,6 +62,12 @@ var (
 	// windowsRestartAttempt bounds one check: a connection to a machine that
 	// is going down can hang.
 	windowsRestartAttempt = 2 * time.Minute
+	// windowsSettleBudget bounds how long the first command after a
+	// restart (its script's upload and its start) is tried again: WinRM can
+	// answer the boot check and then reset the next connection while
+	// services still start. windowsSettleBackoff spaces the tries.
+	windowsSettleBudget  = 2 * time.Minute
+	windowsSettleBackoff = retry.Backoff{InitialBackoff: 2 * time.Second, MaxBackoff: 15 * time.Second, Multiplier: 2}
 )
 
 // windowsRestartCommand restarts in 5 s, so the command returns its exit
@@ -97,7 +108,7 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 		return err
 	}
 	plan = plan.WithDefaults()
-	r := &guest{&remote.Remote{Comm: comm, UI: ui}}
+	r := &guest{Remote: &remote.Remote{Comm: comm, UI: ui}}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
 		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
 
@@ -127,6 +138,9 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 	for i, s := range steps {
 		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
 		if s.Name == stepSysprep {
+			if err := r.joinerVersion(ctx, plan); err != nil {
+				return err
+			}
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
 			return r.sysprep(ctx, s.Script)
 		}
@@ -153,19 +167,88 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 			}
 		}
 	}
+	if err := r.joinerVersion(ctx, plan); err != nil {
+		return err
+	}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
+	return nil
+}
+
+// joinerVersion asks the installed joiner for its version and hands it to
+// plan.JoinerReported. It runs before sysprep: once sysprep returns, the
+// closer removes WinRM and powers Windows off, so nothing is asked after.
+func (r *guest) joinerVersion(ctx context.Context, plan Plan) error {
+	if !plan.InstallJoiner || plan.JoinerReported == nil {
+		return nil
+	}
+	code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+	fields := strings.Fields(out)
+	if err != nil || code != 0 || len(fields) < 2 {
+		err := fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+		r.UI.Error(err.Error())
+		return err
+	}
+	plan.JoinerReported(fields[1])
 	return nil
 }
 
 // script uploads a step's script to the staging directory and runs it.
 func (r *guest) script(ctx context.Context, staging, name string, script []byte) (string, error) {
 	guestPath := staging + `\` + name + ".ps1"
-	if err := r.Comm.Upload(remote.UploadPath(guestPath), bytes.NewReader(script), nil); err != nil {
+	upload := func() error { return r.Comm.Upload(remote.UploadPath(guestPath), bytes.NewReader(script), nil) }
+	if err := r.settled(ctx, "uploading the script of "+name, upload); err != nil {
 		err = fmt.Errorf("step %s: uploading its script to %s: %w", name, guestPath, err)
 		r.UI.Error(err.Error())
 		return "", err
 	}
-	return r.Run(ctx, stepName(name), powershellFile(guestPath))
+	return r.run(ctx, stepName(name), powershellFile(guestPath))
+}
+
+// run is remote.Run, except for the first command after a restart: a
+// command that could not start (the connection refused or reset; it never
+// ran, so trying it again runs it once) is tried again until settleUntil.
+func (r *guest) run(ctx context.Context, step, command string) (string, error) {
+	if r.settleUntil.IsZero() {
+		return r.Run(ctx, step, command)
+	}
+	tail := remote.NewLineTail()
+	var cmd *packersdk.RemoteCmd
+	err := r.settled(ctx, "step "+step, func() error {
+		tail = remote.NewLineTail()
+		cmd = &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
+		return cmd.RunWithUi(ctx, r.Comm, r.UI)
+	})
+	r.settleUntil = time.Time{}
+	if err != nil {
+		err = fmt.Errorf("step %s: starting `%s`: %w", step, command, err)
+		r.UI.Error(err.Error())
+		return "", err
+	}
+	if code := cmd.ExitStatus(); code != 0 {
+		err := &remote.StepError{Step: step, Command: command, ExitCode: code, Tail: tail.String()}
+		r.UI.Error(err.Error())
+		return tail.All(), err
+	}
+	return tail.All(), nil
+}
+
+// settled runs f; after a restart, until settleUntil, it runs f again with
+// a growing delay while f fails. Outside that window f runs once.
+func (r *guest) settled(ctx context.Context, what string, f func() error) error {
+	delay := windowsSettleBackoff.InitialBackoff
+	for {
+		err := f()
+		if err == nil || r.settleUntil.IsZero() || ctx.Err() != nil || time.Now().Add(delay).After(r.settleUntil) {
+			return err
+		}
+		r.UI.Message(fmt.Sprintf("the first command after the restart: %s failed (%v); trying again in %s", what, err, delay))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(time.Duration(float64(delay)*windowsSettleBackoff.Multiplier), windowsSettleBackoff.MaxBackoff)
+	}
 }
 
 // stepName drops the order prefix of a script name.
@@ -305,6 +388,7 @@ func (r *guest) restart(ctx context.Context, timeout time.Duration, what string)
 			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, what, last)
 	}
 	r.UI.Say("kubenode-bake [restart]: Windows is back, booted at " + boot)
+	r.settleUntil = time.Now().Add(min(windowsSettleBudget, timeout))
 	return nil
 }
 
@@ -367,29 +451,21 @@ func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, bake
 	return win, guest, nil
 }
 
-// Bake uploads the artifacts (resolved and checked on this machine), runs
-// the plan with Run and asks the guest for the joiner's version: it
-// returns what was baked, for the image's manifest.
+// Bake uploads the artifacts (resolved and checked on this machine) and
+// runs the plan with Run, which asks the guest for the joiner's version
+// before sysprep: it returns what was baked, for the image's manifest.
 func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
-	r := &remote.Remote{Comm: comm, UI: ui}
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
 		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
 	plan.ImagesListed = func(images []baked.Image) { facts.Images = images }
+	plan.JoinerReported = func(version string) { facts.Joiner = version }
 	for i, a := range arts {
 		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
 		facts.Checksums[a.Name] = a.SHA256
 	}
 	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
 		return baked.Facts{}, err
-	}
-	if plan.InstallJoiner {
-		code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
-		fields := strings.Fields(out)
-		if err != nil || code != 0 || len(fields) < 2 {
-			return baked.Facts{}, fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
-		}
-		facts.Joiner = fields[1]
 	}
 	return facts, nil
 }

@@ -39,23 +39,35 @@ func realUploads(t *testing.T, p Plan) []Upload {
 
 // fastRestart shrinks the restart wait for a test.
 func fastRestart(t *testing.T) {
-	backoff, attempt := windowsRestartBackoff, windowsRestartAttempt
+	backoff, attempt, settle := windowsRestartBackoff, windowsRestartAttempt, windowsSettleBackoff
 	windowsRestartBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
+	windowsSettleBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
 	windowsRestartAttempt = time.Second
-	t.Cleanup(func() { windowsRestartBackoff, windowsRestartAttempt = backoff, attempt })
+	t.Cleanup(func() { windowsRestartBackoff, windowsRestartAttempt, windowsSettleBackoff = backoff, attempt, settle })
+}
+
+// stepsWithRestart is the whole flow of basePlan on a guest that restarts
+// for the Containers feature.
+var stepsWithRestart = []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
+	"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}
+
+// runWithRestart runs basePlan on g, which restarts for the Containers feature.
+func runWithRestart(t *testing.T, g *guesttest.Windows) (guesttest.UI, Plan, []Upload) {
+	t.Helper()
+	g.NeedsRestart = true
+	ui := guesttest.NewUI()
+	p := basePlan(t)
+	ups := realUploads(t, p)
+	require.NoError(t, Run(context.Background(), ui, g, p, ups))
+	assert.Equal(t, stepsWithRestart, g.Steps())
+	return ui, p, ups
 }
 
 func TestRunWindowsOrderAndRestart(t *testing.T) {
 	fastRestart(t)
 	g := guesttest.NewWindows()
-	g.NeedsRestart, g.Lingering, g.DownFor, g.Servicing = true, 2, 3, 2
-	ui := guesttest.NewUI()
-	p := basePlan(t)
-	ups := realUploads(t, p)
-	require.NoError(t, Run(context.Background(), ui, g, p, ups))
-
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
-		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	g.Lingering, g.DownFor, g.Servicing = 2, 3, 2
+	ui, p, ups := runWithRestart(t, g)
 	// Every artifact is on the guest before the check, the check before any install.
 	_, log, _ := g.Snapshot()
 	verify := slices.Index(log, "verify-artifacts")
@@ -193,4 +205,28 @@ func TestPowershellEncodedRoundTripsAndFitsTheCommandLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, windowsBootCheck, script)
 	assert.Less(t, len(cmd), 8191, "cmd.exe's command-line limit")
+}
+
+// WinRM can answer the restart's boot check, then drop the next
+// connection: the first command after a restart is tried again within a
+// bounded budget.
+func TestFirstCommandAfterRestartIsRetried(t *testing.T) {
+	fastRestart(t)
+	g := guesttest.NewWindows()
+	g.Lingering, g.DownFor, g.ResetAfterBack = 1, 1, 3
+	ui, p, _ := runWithRestart(t, g)
+	assert.Equal(t, 3, g.Resets)
+	assert.Contains(t, ui.Out.String(), "connection reset by peer")
+
+	// Within a budget: a guest that keeps resetting fails the build.
+	budget := windowsSettleBudget
+	windowsSettleBudget = 50 * time.Millisecond
+	t.Cleanup(func() { windowsSettleBudget = budget })
+	g = guesttest.NewWindows()
+	g.NeedsRestart, g.ResetAfterBack = true, 1<<30
+	began := time.Now()
+	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	require.ErrorContains(t, err, "step 02-registry: uploading its script")
+	require.ErrorContains(t, err, "connection reset by peer")
+	assert.Less(t, time.Since(began), 5*time.Second)
 }

@@ -444,6 +444,7 @@ func windowsContainerd(p Plan) []byte {
 	s.Line("    $restart = $true")
 	s.Line("}")
 	s.Blank()
+	restartOnFailure(s, units.ContainerdServiceName)
 	s.Line("$service = Get-Service -Name 'containerd'")
 	s.Line("if ($service.StartType -ne 'Automatic') {")
 	s.Line("    Set-Service -Name 'containerd' -StartupType Automatic")
@@ -592,6 +593,7 @@ func windowsKubelet(p Plan) ([]byte, error) {
 	}); err != nil {
 		return nil, err
 	}
+	restartOnFailure(s, units.KubeletServiceName)
 	s.Blank()
 	s.Line("if (Get-NetFirewallRule -Name %s -ErrorAction SilentlyContinue) {", powershell.Quote(windowsKubeletFWRule))
 	say(s, "    ", "ok: firewall allows the kubelet's TCP 10250")
@@ -649,6 +651,24 @@ func windowsDefender() []byte {
 	s.Line("    throw ('Defender does not report these exclusions after adding them: ' + ($missing -join ', '))")
 	s.Line("}")
 	return s.Bytes()
+}
+
+// restartOnFailure has the service manager restart name 10 s after each
+// failure (sc.exe failure name reset= 0 actions= restart/10000), as
+// Kubernetes' GCE Windows nodes do for the kubelet and containerd. The
+// registry's FailureActions (SERVICE_FAILURE_ACTIONS: reset period at 0,
+// the action count at 12, the first action's type and delay at 20 and 24)
+// tells whether it is set already. sc.exe config, which the joiner's
+// re-registration of the kubelet amounts to, keeps it.
+func restartOnFailure(s *powershell.Script, name string) {
+	s.Line("$actions = (Get-ItemProperty -LiteralPath %s -Name 'FailureActions' -ErrorAction SilentlyContinue).FailureActions",
+		powershell.Quote(`HKLM:\SYSTEM\CurrentControlSet\Services\`+name))
+	s.Line("if ($actions -and $actions.Length -ge 28 -and [System.BitConverter]::ToUInt32($actions, 0) -eq 0 -and [System.BitConverter]::ToUInt32($actions, 12) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 20) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 24) -eq %d) {", units.ServiceRestartDelayMS)
+	say(s, "    ", fmt.Sprintf("ok: service %s restarts %d s after a failure", name, units.ServiceRestartDelayMS/1000))
+	s.Line("} else {")
+	native(s, "    ", "sc.exe failure "+name, "sc.exe", strs(append([]string{"failure", name}, units.ServiceRestartOnFailureArgs()...)...)...)
+	say(s, "    ", fmt.Sprintf("changed: service %s restarts %d s after a failure", name, units.ServiceRestartDelayMS/1000))
+	s.Line("}")
 }
 
 // Recovery of the joiner's service: restart after 30 s, 30 s, then every

@@ -44,6 +44,10 @@ type windowsLockedDir struct {
 	UsersRead bool
 }
 
+// windowsKubeletPKIDir holds the kubelet's client and serving keys
+// (--cert-dir).
+const windowsKubeletPKIDir = `C:\var\lib\kubelet\pki`
+
 // Well-known SIDs, independent of the system's language.
 const (
 	sidSystem         = "S-1-5-18"
@@ -61,7 +65,11 @@ func (p Plan) windowsLockedDirs() []windowsLockedDir {
 		{windowsCNIBinDir, true},
 		{windowsCNIConfDir, true},
 		{`C:\etc\kubernetes`, false},
-		{`C:\var\lib\kubelet`, false},
+		// Every Pod volume lives under C:\var\lib\kubelet and inherits its
+		// ACL: a container running as ContainerUser must read it, so Users
+		// read and run there; the node's credentials in pki stay private.
+		{`C:\var\lib\kubelet`, true},
+		{windowsKubeletPKIDir, false},
 		{`C:\var\log\kubelet`, false},
 	}
 	if p.InstallJoiner {
@@ -78,7 +86,9 @@ func windowsPermissions(p Plan) []byte {
 	s.Line("    $sids = @($Grants | ForEach-Object { $_.Split(':')[0].TrimStart('*') })")
 	s.Line("    $acl = Get-Acl -LiteralPath $Path")
 	s.Line("    $others = @($acl.Access | Where-Object { $sids -notcontains $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })")
-	s.Line("    if ($acl.AreAccessRulesProtected -and $others.Count -eq 0) {")
+	s.Line("    $have = @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })")
+	s.Line("    $missing = @($sids | Where-Object { $have -notcontains $_ })")
+	s.Line("    if ($acl.AreAccessRulesProtected -and $others.Count -eq 0 -and $missing.Count -eq 0) {")
 	s.Line(`        Write-Host "ok: $Path is writable by SYSTEM and Administrators only"`)
 	s.Line("        return")
 	s.Line("    }")

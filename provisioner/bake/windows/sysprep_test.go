@@ -2,6 +2,7 @@ package windows
 
 import (
 	"context"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
@@ -204,4 +206,73 @@ func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
 
 	p.InstallJoiner = false
 	assert.False(t, slices.ContainsFunc(p.windowsLockedDirs(), func(d windowsLockedDir) bool { return d.Path == windowsJoinerDir }))
+}
+
+// Sysprep is the last command: once it returns, the closer removes WinRM
+// and powers Windows off (and on a dropped connection it is going down
+// already), so the joiner's version is asked before it.
+func TestNoWinRMCommandAfterSysprep(t *testing.T) {
+	for name, exit := range map[string]int{"the command returns": 0, "the connection drops": packersdk.CmdDisconnect} {
+		t.Run(name, func(t *testing.T) {
+			g := guesttest.NewWindows()
+			g.Exit[stepSysprep] = exit
+			p := basePlan(t)
+			require.True(t, p.InstallJoiner)
+			facts, err := Bake(context.Background(), guesttest.NewUI(), g, p, testArtifacts(t, p))
+			require.NoError(t, err)
+			assert.Equal(t, "v0.9.1", facts.Joiner, "asked before sysprep")
+			assert.True(t, g.Sysprepped)
+			assert.Empty(t, g.AfterSysprep, "no command reaches the guest once sysprep has returned")
+			commands, _, _ := g.Snapshot()
+			assert.Equal(t, powershellFile(windowsSysprepScript), commands[len(commands)-1], "sysprep is the last command")
+		})
+	}
+}
+
+// testArtifacts are realUploads as the artifacts Bake takes.
+func testArtifacts(t *testing.T, p Plan) []versions.Artifact {
+	var arts []versions.Artifact
+	for _, u := range realUploads(t, p) {
+		arts = append(arts, versions.Artifact{Name: u.Name, FileName: path.Base(remote.UploadPath(u.Remote)), Local: u.Local, SHA256: u.SHA256})
+	}
+	return arts
+}
+
+// The kubelet and containerd restart 10 s after each failure, as on
+// Kubernetes' GCE Windows nodes; the check reads the registry first.
+func TestKubeletAndContainerdRestartOnFailure(t *testing.T) {
+	p := basePlan(t)
+	for step, name := range map[string]string{"containerd": "containerd", "kubelet": "kubelet"} {
+		script := stepScript(t, p, step)
+		assert.Contains(t, script, "-FilePath 'sc.exe' -Arguments @('failure', '"+name+"', 'reset=', '0', 'actions=', 'restart/10000')", step)
+		assert.Contains(t, script, `'HKLM:\SYSTEM\CurrentControlSet\Services\`+name+`' -Name 'FailureActions'`, step)
+	}
+	// The kubelet's recovery is set after its service is registered.
+	kubelet := stepScript(t, p, "kubelet")
+	assert.Less(t, strings.Index(kubelet, "sc.exe create kubelet"), strings.Index(kubelet, "sc.exe failure kubelet"))
+	containerd := stepScript(t, p, "containerd")
+	assert.Less(t, strings.Index(containerd, "--register-service"), strings.Index(containerd, "sc.exe failure containerd"))
+}
+
+// Every Pod volume lives under C:\var\lib\kubelet: Users (ContainerUser
+// included) read it; the node's keys in its pki folder stay SYSTEM's and
+// Administrators', locked after their parent.
+func TestPodVolumesReadableByContainerUser(t *testing.T) {
+	script := stepScript(t, basePlan(t), stepPermissions)
+	users := "'*" + sidUsers + ":(OI)(CI)RX'"
+	kubelet := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet' -Grants @\(.*?\r\n\)`).FindString(script)
+	require.NotEmpty(t, kubelet)
+	assert.Contains(t, kubelet, users)
+	pki := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet\\pki' -Grants @\(.*?\r\n\)`).FindString(script)
+	require.NotEmpty(t, pki)
+	assert.NotContains(t, pki, sidUsers)
+	assert.Less(t, strings.Index(script, kubelet), strings.Index(script, pki))
+	// Binaries and configuration stay writable by SYSTEM and Administrators only.
+	for _, d := range []string{`C:\etc\kubernetes`, `C:\ProgramData\kubenode`} {
+		block := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path '` + regexp.QuoteMeta(d) + `' -Grants @\(.*?\r\n\)`).FindString(script)
+		require.NotEmpty(t, block, d)
+		assert.NotContains(t, block, sidUsers, d)
+	}
+	// A folder locked before without a grant it now has is locked again.
+	assert.Contains(t, script, "$missing.Count -eq 0")
 }

@@ -171,6 +171,13 @@ if (($have -join "`n") -ceq ($want -join "`n")) {
     $restart = $true
 }
 
+$actions = (Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\containerd' -Name 'FailureActions' -ErrorAction SilentlyContinue).FailureActions
+if ($actions -and $actions.Length -ge 28 -and [System.BitConverter]::ToUInt32($actions, 0) -eq 0 -and [System.BitConverter]::ToUInt32($actions, 12) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 20) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 24) -eq 10000) {
+    Write-Host 'ok: service containerd restarts 10 s after a failure'
+} else {
+    Invoke-KubenodeNative -What 'sc.exe failure containerd' -FilePath 'sc.exe' -Arguments @('failure', 'containerd', 'reset=', '0', 'actions=', 'restart/10000')
+    Write-Host 'changed: service containerd restarts 10 s after a failure'
+}
 $service = Get-Service -Name 'containerd'
 if ($service.StartType -ne 'Automatic') {
     Set-Service -Name 'containerd' -StartupType Automatic

@@ -120,6 +120,13 @@ if (-not $service) {
 } else {
     Write-Host 'ok: service kubelet (start auto)'
 }
+$actions = (Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\kubelet' -Name 'FailureActions' -ErrorAction SilentlyContinue).FailureActions
+if ($actions -and $actions.Length -ge 28 -and [System.BitConverter]::ToUInt32($actions, 0) -eq 0 -and [System.BitConverter]::ToUInt32($actions, 12) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 20) -eq 1 -and [System.BitConverter]::ToUInt32($actions, 24) -eq 10000) {
+    Write-Host 'ok: service kubelet restarts 10 s after a failure'
+} else {
+    Invoke-KubenodeNative -What 'sc.exe failure kubelet' -FilePath 'sc.exe' -Arguments @('failure', 'kubelet', 'reset=', '0', 'actions=', 'restart/10000')
+    Write-Host 'changed: service kubelet restarts 10 s after a failure'
+}
 
 if (Get-NetFirewallRule -Name 'kubenode-kubelet' -ErrorAction SilentlyContinue) {
     Write-Host 'ok: firewall allows the kubelet''s TCP 10250'

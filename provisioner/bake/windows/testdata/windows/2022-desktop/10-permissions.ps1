@@ -28,7 +28,9 @@ function Set-KubenodePrivateAcl {
     $sids = @($Grants | ForEach-Object { $_.Split(':')[0].TrimStart('*') })
     $acl = Get-Acl -LiteralPath $Path
     $others = @($acl.Access | Where-Object { $sids -notcontains $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })
-    if ($acl.AreAccessRulesProtected -and $others.Count -eq 0) {
+    $have = @($acl.Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value })
+    $missing = @($sids | Where-Object { $have -notcontains $_ })
+    if ($acl.AreAccessRulesProtected -and $others.Count -eq 0 -and $missing.Count -eq 0) {
         Write-Host "ok: $Path is writable by SYSTEM and Administrators only"
         return
     }
@@ -71,6 +73,11 @@ Set-KubenodePrivateAcl -Path 'C:\etc\kubernetes' -Grants @(
     '*S-1-5-32-544:(OI)(CI)F'
 )
 Set-KubenodePrivateAcl -Path 'C:\var\lib\kubelet' -Grants @(
+    '*S-1-5-18:(OI)(CI)F'
+    '*S-1-5-32-544:(OI)(CI)F'
+    '*S-1-5-32-545:(OI)(CI)RX'
+)
+Set-KubenodePrivateAcl -Path 'C:\var\lib\kubelet\pki' -Grants @(
     '*S-1-5-18:(OI)(CI)F'
     '*S-1-5-32-544:(OI)(CI)F'
 )
