@@ -43,7 +43,9 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 	}
 	w = w.withDefaults()
 	s := powershell.New("kubenode first-logon bootstrap: opens the " + w.Communicator + " communicator for the build.")
+	serialProgress(s)
 	s.Line("Start-Transcript -Path %s -Append | Out-Null", powershell.Quote(bootstrapLog))
+	progress(s, "started ("+w.Communicator+")")
 	s.Blank()
 
 	ports := []string{"5985", "5986"}
@@ -67,19 +69,67 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 
 	s.Blank()
 	s.Line("Remove-NetFirewallRule -Name %s", powershell.Quote(firewallGateRule))
+	progress(s, "done: the "+w.Communicator+" ports are open to the build")
 	s.Line("Stop-Transcript | Out-Null")
 	return s.Bytes(), nil
 }
 
+// serialPrefix starts every line the bootstrap writes to COM1, the serial
+// port the builder logs to output_directory/serial.log.
+const serialPrefix = "kubenode-bootstrap:"
+
+// serialProgress defines Write-KubenodeSerial, which writes a progress line
+// to COM1 (and to the transcript), and a trap that writes any terminating
+// error there before the script exits. A missing or busy port never stops
+// the script: the write is best effort.
+func serialProgress(s *powershell.Script) {
+	s.Blank()
+	s.Comment("Progress and errors go to COM1, which the builder logs to output_directory/serial.log")
+	s.Comment("and prints when the build fails: a bootstrap that stops is never silent.")
+	s.Line("function Write-KubenodeSerial([string]$Message) {")
+	s.Line("    $text = '%s ' + (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + ($Message -replace '\\s+', ' ')", serialPrefix)
+	s.Line("    Write-Host $text")
+	s.Line("    try {")
+	s.Line("        $port = New-Object System.IO.Ports.SerialPort 'COM1', 115200, 'None', 8, 'One'")
+	s.Line("        try {")
+	s.Line("            $port.WriteTimeout = 2000")
+	s.Line("            $port.Open()")
+	s.Line("            $port.Write($text + \"`r`n\")")
+	s.Line("        } finally {")
+	s.Line("            $port.Dispose()")
+	s.Line("        }")
+	s.Line("    } catch {")
+	s.Line("        Write-Host ('COM1 not written: ' + $_.Exception.Message)")
+	s.Line("    }")
+	s.Line("}")
+	s.Line("trap {")
+	s.Line("    Write-KubenodeSerial ('FAILED: ' + $_.Exception.Message + ' at ' + $_.InvocationInfo.PositionMessage)")
+	s.Line("    try { Stop-Transcript | Out-Null } catch { }")
+	s.Line("    exit 1")
+	s.Line("}")
+	s.Blank()
+}
+
+// progress writes a stage of the bootstrap to COM1. msg is fixed text.
+func progress(s *powershell.Script, msg string) {
+	s.Line("Write-KubenodeSerial %s", powershell.Quote(msg))
+}
+
 func winrmBootstrap(s *powershell.Script, w Windows) {
-	s.Comment("WinRM will not enable remoting on a Public network.")
-	s.Line("Get-NetConnectionProfile | Where-Object { $_.NetworkCategory -eq 'Public' } | Set-NetConnectionProfile -NetworkCategory Private")
+	networkPrivate(s)
 	s.Comment("Remote administration with a local account needs its full token.")
 	s.Line("New-ItemProperty -Path %s -Name 'LocalAccountTokenFilterPolicy' -PropertyType DWord -Value 1 -Force | Out-Null",
 		powershell.Quote(`HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Policies\System`))
 	s.Blank()
+	s.Comment("Enable-PSRemoting starts WinRM, sets it to start automatically and creates the HTTP")
+	s.Comment("listener. No winrm quickconfig: it fails while any network is still Public, and")
+	s.Comment("what it would add is done here (listener below, firewall rule and")
+	s.Comment("LocalAccountTokenFilterPolicy above and below).")
 	s.Line("Enable-PSRemoting -Force -SkipNetworkProfileCheck | Out-Null")
-	s.Native("winrm quickconfig", "& winrm.cmd quickconfig -q")
+	s.Line(`if (-not (Get-ChildItem -Path 'WSMan:\localhost\Listener' | Where-Object { $_.Keys -contains 'Transport=HTTP' })) {`)
+	s.Line(`    New-Item -Path 'WSMan:\localhost\Listener' -Transport HTTP -Address '*' -Force | Out-Null`)
+	s.Line("}")
+	progress(s, "remoting enabled, HTTP listener present")
 	s.Comment("Long provisioning commands and large uploads.")
 	s.Line(`Set-Item -Path 'WSMan:\localhost\MaxTimeoutms' -Value 1800000`)
 	s.Line(`Set-Item -Path 'WSMan:\localhost\Shell\MaxMemoryPerShellMB' -Value 2048`)
@@ -104,6 +154,45 @@ func winrmBootstrap(s *powershell.Script, w Windows) {
 	s.Comment("5.1 has no AutomaticDelayedStart, so sc.exe.")
 	s.Native("sc.exe config WinRM", "& sc.exe config WinRM start= delayed-auto")
 	s.Line("Restart-Service -Name 'WinRM'")
+	progress(s, "WinRM configured and restarted")
+}
+
+// Network Location Awareness classifies a new adapter some time after the
+// first logon; until then its profile is Public (named "Identifying...") and
+// setting it Private fails or is undone. The flip is retried every
+// networkRetrySeconds for up to networkWaitMinutes.
+const (
+	networkRetrySeconds = 5
+	networkWaitMinutes  = 5
+)
+
+// networkPrivate renders the bounded loop that sets every connection profile
+// Private. Running out of time is written to COM1 and is not fatal: WinRM is
+// enabled with -SkipNetworkProfileCheck and the build's firewall rule is for
+// every profile.
+func networkPrivate(s *powershell.Script) {
+	s.Comment("WinRM's own firewall exception is narrower on a Public network: set every")
+	s.Comment("profile Private, retried until Network Location Awareness has classified the adapter.")
+	progress(s, "waiting for the network profile, to set it Private")
+	s.Line("$deadline = (Get-Date).AddMinutes(%d)", networkWaitMinutes)
+	s.Line("while ($true) {")
+	s.Line("    $profiles = @(Get-NetConnectionProfile -ErrorAction SilentlyContinue)")
+	s.Line("    $public = @($profiles | Where-Object { $_.NetworkCategory -eq 'Public' })")
+	s.Line("    if ($profiles.Count -gt 0 -and $public.Count -eq 0) { break }")
+	s.Line("    if (-not @($profiles | Where-Object { $_.Name -like 'Identifying*' })) {")
+	s.Line("        try {")
+	s.Line("            $public | Set-NetConnectionProfile -NetworkCategory Private")
+	s.Line("        } catch {")
+	s.Line("            Write-KubenodeSerial ('Set-NetConnectionProfile: ' + $_.Exception.Message + '; retrying')")
+	s.Line("        }")
+	s.Line("    }")
+	s.Line("    if ((Get-Date) -gt $deadline) {")
+	s.Line("        Write-KubenodeSerial ('WARNING: a network is still Public after %d minutes (' + (($profiles | ForEach-Object { $_.Name + '=' + $_.NetworkCategory }) -join ', ') + '); going on')", networkWaitMinutes)
+	s.Line("        break")
+	s.Line("    }")
+	s.Line("    Start-Sleep -Seconds %d", networkRetrySeconds)
+	s.Line("}")
+	s.Line("Write-KubenodeSerial ('network profiles: ' + (($profiles | ForEach-Object { $_.Name + '=' + $_.NetworkCategory }) -join ', '))")
 }
 
 func sshBootstrap(s *powershell.Script, w Windows) {
@@ -127,6 +216,7 @@ func sshBootstrap(s *powershell.Script, w Windows) {
 		powershell.Quote(firewallSSH), powershell.Quote("kubenode: OpenSSH for the build"))
 	s.Line("Set-Service -Name 'sshd' -StartupType Automatic")
 	s.Line("Start-Service -Name 'sshd'")
+	progress(s, "sshd configured and started")
 }
 
 // WindowsSeed returns the seed disc for w: the answer file and the bootstrap

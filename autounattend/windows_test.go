@@ -533,3 +533,56 @@ func TestWinRMStartsDelayedAuto(t *testing.T) {
 		assert.Less(t, strings.Index(s, "start= delayed-auto"), strings.Index(s, "Restart-Service -Name 'WinRM'"), name)
 	}
 }
+
+// No winrm quickconfig: it fails while any network is still Public, after
+// Enable-PSRemoting has done its work. The HTTP listener it would create is
+// made sure of by other commands.
+func TestWinRMBootstrapHasNoQuickconfig(t *testing.T) {
+	for _, name := range []string{"bootstrap-winrm.ps1", "bootstrap-winrm-https.ps1"} {
+		out, err := RenderWindowsBootstrap(bootstrapCases()[name])
+		require.NoError(t, err)
+		s := string(out)
+		assert.NotContains(t, s, "winrm.cmd quickconfig", name)
+		assert.Contains(t, s, "Enable-PSRemoting -Force -SkipNetworkProfileCheck", name)
+		assert.Contains(t, s, `New-Item -Path 'WSMan:\localhost\Listener' -Transport HTTP`, name)
+	}
+}
+
+// The flip to Private is a bounded loop over Get-NetConnectionProfile, every
+// 5 s for up to 5 minutes, waiting for Network Location Awareness; it comes
+// before Enable-PSRemoting.
+func TestWinRMBootstrapRetriesNetworkProfile(t *testing.T) {
+	out, err := RenderWindowsBootstrap(bootstrapCases()["bootstrap-winrm.ps1"])
+	require.NoError(t, err)
+	s := string(out)
+	loop := strings.Index(s, "while ($true) {")
+	require.NotEqual(t, -1, loop)
+	body := s[loop:strings.Index(s, "Enable-PSRemoting")]
+	assert.Contains(t, body, "Get-NetConnectionProfile")
+	assert.Contains(t, body, "Set-NetConnectionProfile -NetworkCategory Private")
+	assert.Contains(t, body, "Identifying*", "a profile being identified is not set yet")
+	assert.Contains(t, body, "Start-Sleep -Seconds 5")
+	assert.Contains(t, s, "$deadline = (Get-Date).AddMinutes(5)")
+	assert.Contains(t, body, "break", "the loop is bounded")
+}
+
+// Each stage and any error go to COM1; the port write is best effort.
+func TestBootstrapWritesProgressToCOM1(t *testing.T) {
+	for name, w := range bootstrapCases() {
+		out, err := RenderWindowsBootstrap(w)
+		require.NoError(t, err)
+		s := string(out)
+		fn := strings.Index(s, "function Write-KubenodeSerial")
+		require.NotEqual(t, -1, fn, name)
+		assert.Contains(t, s, "System.IO.Ports.SerialPort 'COM1', 115200", name)
+		assert.Contains(t, s[fn:strings.Index(s, "trap {")], "} catch {", "%s: a missing port never stops the script", name)
+		trap := strings.Index(s, "trap {")
+		assert.Less(t, trap, strings.Index(s, "Start-Transcript"), "%s: the trap is set before the first command", name)
+		assert.Contains(t, s[trap:], "Write-KubenodeSerial ('FAILED: ' + $_.Exception.Message", name)
+		assert.Contains(t, s[trap:], "exit 1", name)
+		assert.Contains(t, s, "Write-KubenodeSerial 'started (", name)
+		last := strings.LastIndex(s, "Write-KubenodeSerial 'done: ")
+		assert.Greater(t, last, strings.Index(s, "Remove-NetFirewallRule -Name 'kubenode-build-gate'"), "%s: done is written once the ports are open", name)
+		assert.GreaterOrEqual(t, strings.Count(s, "Write-KubenodeSerial '"), 3, name)
+	}
+}

@@ -269,10 +269,13 @@ func domainXML(s domainSpec) (string, error) {
 		}
 	}
 
+	// The serial port is the guest's first ISA serial port: ttyS0 on Linux,
+	// COM1 on Windows, where the first-logon bootstrap writes its progress.
+	// Written out rather than left to libvirt's x86 default.
 	port := uint(0)
 	serial := libvirtxml.DomainSerial{
 		Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}},
-		Target: &libvirtxml.DomainSerialTarget{Port: &port},
+		Target: &libvirtxml.DomainSerialTarget{Type: "isa-serial", Port: &port, Model: &libvirtxml.DomainSerialTargetModel{Name: "isa-serial"}},
 	}
 	if s.SerialLog != "" {
 		serial.Log = &libvirtxml.DomainChardevLog{File: s.SerialLog, Append: "off"}

@@ -161,3 +161,20 @@ func TestDomainXMLVNC(t *testing.T) {
 		})
 	}
 }
+
+// The serial console is COM1 in a Windows guest (ttyS0 in Linux): the
+// first ISA serial port, logged to serial.log; the Windows bootstrap writes
+// its progress there.
+func TestDomainSerialIsCOM1(t *testing.T) {
+	x, err := domainXML(windowsSpec())
+	require.NoError(t, err)
+	var d libvirtxml.Domain
+	require.NoError(t, xml.Unmarshal([]byte(x), &d))
+	require.Len(t, d.Devices.Serials, 1)
+	s := d.Devices.Serials[0]
+	assert.Equal(t, "isa-serial", s.Target.Type)
+	require.NotNil(t, s.Target.Port)
+	assert.Equal(t, uint(0), *s.Target.Port, "port 0 of isa-serial is COM1 (I/O 0x3f8)")
+	require.NotNil(t, s.Log)
+	assert.Equal(t, "/out/serial.log", s.Log.File)
+}
