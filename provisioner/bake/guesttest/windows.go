@@ -16,8 +16,10 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf16"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -43,7 +45,14 @@ type Windows struct {
 	// updates is each windows-update round's output; after them a round
 	// finds nothing.
 	Updates []string
-	Corrupt string // upload path whose bytes arrive damaged
+	// UpdateTaskNeverStarts: the Task Scheduler never runs the
+	// windows-update task (its state stays Ready, it writes no log, its
+	// last result stays 0x41303, "has not yet run"). The double then plays
+	// the step's own wait loop from its script (see neverStartedUpdate) and
+	// adds the guest time that loop would wait to UpdateWaited.
+	UpdateTaskNeverStarts bool
+	UpdateWaited          time.Duration
+	Corrupt               string // upload path whose bytes arrive damaged
 
 	Boot      int
 	Lingering int // boot checks after the shutdown that still see the old boot
@@ -181,6 +190,9 @@ func (g *Windows) handle(command string) (string, int) {
 					round++
 				}
 			}
+			if g.UpdateTaskNeverStarts {
+				return g.neverStartedUpdate(string(script))
+			}
 			if round <= len(g.Updates) {
 				return g.Updates[round-1], g.Exit[step]
 			}
@@ -193,6 +205,46 @@ func (g *Windows) handle(command string) (string, int) {
 		return out, g.Exit[step]
 	}
 	return "'" + command + "' is not recognized as an internal or external command", 1
+}
+
+var (
+	updateDeadline = regexp.MustCompile(`\$deadline = \(Get-Date\)\.AddMinutes\((\d+)\)`)
+	updateStartBy  = regexp.MustCompile(`\$startBy = \(Get-Date\)\.AddSeconds\((\d+)\)`)
+	updatePoll     = regexp.MustCompile(`Start-Sleep -Seconds (\d+)`)
+	// updateNotStarted is the step's throw for a task that has not run
+	// (or ended without writing its log): a format string of the state,
+	// the last result and the last run time.
+	updateNotStarted   = regexp.MustCompile(`throw \('(The Windows Update task [^']*)' -f \$state, \$info\.LastTaskResult, \$info\.LastRunTime\)`)
+	updateStillRunning = regexp.MustCompile(`throw '(Windows Update was still running [^']*)'`)
+)
+
+// neverStartedUpdate plays the windows-update step's wait loop, read from
+// its script, against a task that never starts: every poll sees the state
+// Ready, no log and the last result 0x41303. A script with a start check
+// ($startBy and its throw) fails once $startBy has passed; one without
+// waits until its $deadline (windows_update_timeout) and throws there. The
+// guest time the loop waits is added to UpdateWaited.
+func (g *Windows) neverStartedUpdate(script string) (string, int) {
+	poll := time.Second
+	if m := updatePoll.FindStringSubmatch(script); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		poll = time.Duration(n) * time.Second
+	}
+	roundUp := func(d time.Duration) time.Duration { return (d + poll - 1) / poll * poll }
+	if by, throw := updateStartBy.FindStringSubmatch(script), updateNotStarted.FindStringSubmatch(script); by != nil && throw != nil {
+		n, _ := strconv.Atoi(by[1])
+		g.UpdateWaited += roundUp(time.Duration(n)*time.Second + poll)
+		msg := strings.NewReplacer("{0}", "Ready", "{1:X8}", "00041303", "{2}", "11/30/1999 00:00:00").Replace(throw[1])
+		return msg + "\r\n", 1
+	}
+	if dl := updateDeadline.FindStringSubmatch(script); dl != nil {
+		n, _ := strconv.Atoi(dl[1])
+		g.UpdateWaited += roundUp(time.Duration(n)*time.Minute + poll)
+		if throw := updateStillRunning.FindStringSubmatch(script); throw != nil {
+			return throw[1] + "\r\n", 1
+		}
+	}
+	return "the windows-update script's wait loop never ends for a task that never starts", 1
 }
 
 // verify does what the verify script does, from its own lines.

@@ -17,10 +17,25 @@ import (
 const (
 	stepWindowsUpdate = "windows-update"
 	// windowsUpdateCriteria: every software update not installed or hidden.
-	windowsUpdateCriteria = "IsInstalled=0 and Type='Software' and IsHidden=0"
-	windowsUpdateTask     = "kubenode-windows-update"
+	// BrowseOnly=0 leaves out the optional updates Settings only offers
+	// ("optional quality updates"), as rgl/packer-plugin-windows-update's
+	// default search does.
+	windowsUpdateCriteria = "BrowseOnly=0 and IsInstalled=0 and Type='Software' and IsHidden=0"
+	// windowsUpdateSkipTitle: updates whose title has it are left out (the
+	// monthly "Preview" cumulative updates), as
+	// rgl/packer-plugin-windows-update's common filter does.
+	windowsUpdateSkipTitle = "Preview"
+	windowsUpdateTask      = "kubenode-windows-update"
 	// windowsUpdatePoll is how often the relay reads the task's log.
 	windowsUpdatePoll = 5 * time.Second
+	// windowsUpdateStartGrace is how long the task may stay unstarted
+	// (Ready, no log yet, last result 0x41303 "has not yet run") before
+	// the step fails naming it, instead of waiting out
+	// windows_update_timeout.
+	windowsUpdateStartGrace = 60 * time.Second
+	// schedTaskHasNotRun is SCHED_S_TASK_HAS_NOT_RUN (0x41303), the last
+	// result of a task that has never run.
+	schedTaskHasNotRun = 0x41303
 )
 
 // Result codes of the agent's IUpdateDownloadResult, IInstallationResult
@@ -60,13 +75,26 @@ func windowsUpdateScript(staging string, timeout time.Duration) []byte {
 	s.Line("Register-ScheduledTask -TaskName $task -Action $action -Settings $settings -User 'SYSTEM' -RunLevel Highest -Force | Out-Null")
 	s.Line("Start-ScheduledTask -TaskName $task")
 	s.Line("$deadline = (Get-Date).AddMinutes(%d)", minutes)
+	s.Line("$startBy = (Get-Date).AddSeconds(%d)", int(windowsUpdateStartGrace/time.Second))
 	s.Line("$seen = 0")
 	s.Line("$running = $true")
 	s.Line("while ($running) {")
 	s.Line("    Start-Sleep -Seconds %d", int(windowsUpdatePoll/time.Second))
 	s.Line("    $state = [string](Get-ScheduledTask -TaskName $task).State")
+	s.Line("    $hasLog = Test-Path -LiteralPath $log")
 	s.Line("    # The task may still be starting: wait for its log, then for its state to leave Running.")
-	s.Line("    $running = ($state -eq 'Running') -or ($state -eq 'Queued') -or -not (Test-Path -LiteralPath $log)")
+	s.Line("    $running = ($state -eq 'Running') -or ($state -eq 'Queued') -or -not $hasLog")
+	s.Line("    # A task neither running nor queued without its log has ended before its first line, or has")
+	s.Line("    # not run (last result 0x%X) and gets %d s to start: fail now, not at windows_update_timeout.", schedTaskHasNotRun, int(windowsUpdateStartGrace/time.Second))
+	s.Line("    if (-not $hasLog -and $state -ne 'Running' -and $state -ne 'Queued') {")
+	s.Line("        $info = Get-ScheduledTaskInfo -TaskName $task")
+	s.Line("        if ($info.LastTaskResult -ne %d -or (Get-Date) -gt $startBy) {", schedTaskHasNotRun)
+	s.Line("            Unregister-ScheduledTask -TaskName $task -Confirm:$false -ErrorAction SilentlyContinue")
+	s.Line("            throw (%s -f $state, $info.LastTaskResult, $info.LastRunTime)", powershell.Quote(
+		"The Windows Update task "+windowsUpdateTask+" did not start, or ended before writing its log (state {0}, last result 0x{1:X8}, last run {2}): "+
+			"the Task Scheduler log (Microsoft-Windows-TaskScheduler/Operational) says why; the build does not wait for windows_update_timeout"))
+	s.Line("        }")
+	s.Line("    }")
 	s.Line("    if (Test-Path -LiteralPath $log) {")
 	s.Line("        $lines = @(Get-Content -LiteralPath $log)")
 	s.Line("        for ($i = $seen; $i -lt $lines.Count; $i++) {")
@@ -106,6 +134,10 @@ func windowsUpdateWorker(log string) string {
 		"    $found = $session.CreateUpdateSearcher().Search(" + powershell.Quote(windowsUpdateCriteria) + ")",
 		"    $updates = New-Object -ComObject 'Microsoft.Update.UpdateColl'",
 		"    foreach ($update in $found.Updates) {",
+		"        if ($update.Title -like " + powershell.Quote("*"+windowsUpdateSkipTitle+"*") + ") {",
+		`            Write-KubenodeLog "skipped: $($update.Title) (a preview)"`,
+		"            continue",
+		"        }",
 		"        if ($update.InstallationBehavior.CanRequestUserInput) {",
 		`            Write-KubenodeLog "skipped: $($update.Title) (it asks for user input)"`,
 		"            continue",

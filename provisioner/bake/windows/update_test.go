@@ -26,7 +26,10 @@ func TestWindowsUpdateScript(t *testing.T) {
 	script := string(windowsUpdateScript(`C:\Windows\Temp\kubenode`, 90*time.Minute+time.Second))
 	for _, want := range []string{
 		"New-Object -ComObject 'Microsoft.Update.Session'",
-		".Search('IsInstalled=0 and Type=''Software'' and IsHidden=0')",
+		".Search('BrowseOnly=0 and IsInstalled=0 and Type=''Software'' and IsHidden=0')",
+		"if ($update.Title -like '*Preview*') {",
+		"$startBy = (Get-Date).AddSeconds(60)",
+		"if ($info.LastTaskResult -ne 267011 -or (Get-Date) -gt $startBy) {",
 		"$session.CreateUpdateDownloader()",
 		"$session.CreateUpdateInstaller()",
 		"Write-KubenodeLog '" + windowsRestartMarker + "'",
@@ -178,4 +181,22 @@ func TestRunWindowsUpdateRoundFails(t *testing.T) {
 	assert.Equal(t, stepWindowsUpdate, se.Step)
 	assert.Contains(t, se.Tail, "failed: KB5001")
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update"}, g.Steps())
+}
+
+// A task the Task Scheduler never starts ends the step at once, naming
+// the task, instead of waiting out windows_update_timeout.
+func TestRunWindowsUpdateTaskNeverStartsFailsFast(t *testing.T) {
+	g := guesttest.NewWindows()
+	g.UpdateTaskNeverStarts = true
+	ui := guesttest.NewUI()
+	p := updatePlan(t)
+	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	var se *remote.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, stepWindowsUpdate, se.Step)
+	assert.Less(t, g.UpdateWaited, 2*time.Minute, "the step waits for the task to start, not for windows_update_timeout")
+	assert.Contains(t, se.Tail, "The Windows Update task kubenode-windows-update did not start")
+	assert.Contains(t, se.Tail, "state Ready, last result 0x00041303")
+	assert.NotContains(t, se.Tail, "still running")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update"}, g.Steps(), "nothing after a failed update phase")
 }
