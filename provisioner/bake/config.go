@@ -158,6 +158,16 @@ type Config struct {
 	// between rounds); the build fails when it runs out. At least 1m.
 	// Default 2h.
 	WindowsUpdateTimeout time.Duration `mapstructure:"windows_update_timeout"`
+	// Windows: keep automatic updates on the nodes made from the image.
+	// Default false: the bake's first step sets the policy
+	// `HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU`
+	// `NoAutoUpdate = 1`, as image-builder's systemprep role does first, so
+	// that neither the bake nor a node is restarted by Windows Update on its
+	// own (update nodes by replacing them with a newer image, or through
+	// your own WSUS or policy). `true` leaves the policy as Windows and
+	// the image have it. `windows_update` installs updates during the bake
+	// either way. Refused for `guest_os_type = "linux"`.
+	WindowsAutomaticUpdates bool `mapstructure:"windows_automatic_updates"`
 
 	// Linux: how long the bake's first step waits for the guest to settle,
 	// for each of: cloud-init to finish its first boot (`cloud-init status
@@ -264,6 +274,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.KeepBuildAccount && c.GuestOS == "windows" {
 		add(`keep_build_account: Windows' generalize keeps the built-in Administrator (clone_admin_password) and disables any other build account; remove keep_build_account for guest_os_type = "windows"`)
+	}
+	if c.WindowsAutomaticUpdates && c.GuestOS == "linux" {
+		add(`windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
 	}
 	if c.WindowsUpdate && c.GuestOS == "linux" {
 		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)

@@ -335,3 +335,24 @@ func TestPrepareWindowsUpdate(t *testing.T) {
 	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux"`)
 	assert.Contains(t, err.Error(), "windows_update_timeout: 30s is less than a minute")
 }
+
+func TestPrepareWindowsAutomaticUpdates(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows"}))
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.False(t, plan.AutomaticUpdates, "automatic updates off on the nodes unless asked for")
+
+	c = Config{}
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", "windows_automatic_updates": true}))
+	plan, _, err = c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.True(t, plan.AutomaticUpdates)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "windows_automatic_updates": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
+}

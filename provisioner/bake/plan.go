@@ -104,6 +104,7 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 		RestartTimeout:       c.RestartTimeout,
 		WindowsUpdate:        c.WindowsUpdate,
 		WindowsUpdateTimeout: c.WindowsUpdateTimeout,
+		AutomaticUpdates:     c.WindowsAutomaticUpdates,
 		Generalize:           c.Generalize == nil || *c.Generalize,
 	}
 	if plan.Generalize {

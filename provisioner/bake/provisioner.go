@@ -50,6 +50,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		}
 		return p.provisionWindows(ctx, ui, comm)
 	}
+	if c.WindowsAutomaticUpdates {
+		return fmt.Errorf("windows_automatic_updates: the guest runs Linux, which has no Windows automatic updates; remove windows_automatic_updates from this build")
+	}
 	if c.WindowsUpdate {
 		return fmt.Errorf("windows_update: the guest runs Linux, which Windows Update does not update; remove windows_update from this build (update a Linux guest's packages with a shell provisioner)")
 	}

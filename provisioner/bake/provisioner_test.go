@@ -48,7 +48,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	g := guesttest.NewWindows()
 	g.Build = fmt.Sprint(win.Build)
 	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
 	require.NotNil(t, rec)

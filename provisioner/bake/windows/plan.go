@@ -59,6 +59,9 @@ type Plan struct {
 	// WindowsUpdateTimeout for the whole phase (default 2h).
 	WindowsUpdate        bool
 	WindowsUpdateTimeout time.Duration
+	// AutomaticUpdates keeps Windows' automatic updates as they are; when
+	// false, the automatic-updates step turns them off by policy first.
+	AutomaticUpdates bool
 	// Generalize ends the bake with the sysprep step: the build's doors
 	// closed, FirstBoot written for sysprep, sysprep run; Windows powers
 	// off. FirstBoot is autounattend.RenderWindowsFirstBoot's answer file.

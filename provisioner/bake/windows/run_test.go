@@ -48,7 +48,7 @@ func fastRestart(t *testing.T) {
 
 // stepsWithRestart is the whole flow of basePlan on a guest that restarts
 // for the Containers feature.
-var stepsWithRestart = []string{"mkdir", "verify-artifacts", "containers-feature", "restart",
+var stepsWithRestart = []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "restart",
 	"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}
 
 // runWithRestart runs basePlan on g, which restarts for the Containers feature.
@@ -97,7 +97,7 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 		"Windows is back, booted at 2026-11-22T10:01:00.0000000Z",
 		"kubenode-bake [registry]",
 		"changed: did cleanup",
-		"Windows baked, 12 changes; sysprep generalizes it and powers it off",
+		"Windows baked, 13 changes; sysprep generalizes it and powers it off",
 		"changed: did sysprep",
 	} {
 		assert.Contains(t, out, want)
@@ -111,7 +111,7 @@ func TestRunWindowsWithoutRestart(t *testing.T) {
 	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
 	ui := guesttest.NewUI()
 	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.Steps())
 	commands, log, _ := g.Snapshot()
 	for _, c := range commands {
 		assert.NotContains(t, c, "shutdown")
@@ -135,14 +135,14 @@ func TestRunWindowsFailedStepNamesItWithExitCodeAndOutputTail(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "containerd", se.Step)
 	assert.Equal(t, 3, se.ExitCode)
-	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\kubenode\04-containerd.ps1"`, se.Command)
+	assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\kubenode\05-containerd.ps1"`, se.Command)
 	assert.Contains(t, err.Error(), "step containerd: `powershell.exe")
 	assert.Contains(t, err.Error(), "exited with code 3")
 	assert.Contains(t, se.Tail, "containerd line 40")
 	assert.Contains(t, se.Tail, "containerd line 16")
 	assert.NotContains(t, se.Tail, "containerd line 15", "only the last 25 lines")
 	assert.Contains(t, ui.Err.String(), "step containerd:", "the failure is shown in the UI")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "registry", "time-sync", "containerd"}, g.Steps(), "nothing runs after a failed step")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd"}, g.Steps(), "nothing runs after a failed step")
 }
 
 func TestRunWindowsChecksumMismatchStopsBeforeInstalling(t *testing.T) {
@@ -181,7 +181,7 @@ func TestRunWindowsRestartTimeout(t *testing.T) {
 	assert.Contains(t, err.Error(), "last check: no answer yet: ")
 	assert.Contains(t, err.Error(), "longer restart_timeout")
 	assert.Contains(t, ui.Err.String(), "did not come back")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "containers-feature", "restart"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "restart"}, g.Steps())
 	_, _, refused := g.Snapshot()
 	assert.Positive(t, refused)
 }
@@ -226,7 +226,7 @@ func TestFirstCommandAfterRestartIsRetried(t *testing.T) {
 	g.NeedsRestart, g.ResetAfterBack = true, 1<<30
 	began := time.Now()
 	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
-	require.ErrorContains(t, err, "step 02-registry: uploading its script")
+	require.ErrorContains(t, err, "step 03-registry: uploading its script")
 	require.ErrorContains(t, err, "connection reset by peer")
 	assert.Less(t, time.Since(began), 5*time.Second)
 }

@@ -33,7 +33,9 @@ const (
 )
 
 // Steps validates the plan and renders the Windows bake, in order.
-// With WindowsUpdate, windows-update comes first, as in image-builder's
+// Unless AutomaticUpdates, automatic-updates comes first: Windows'
+// automatic updates off by policy, as image-builder's systemprep role does
+// before anything else. With WindowsUpdate, windows-update comes first, as in image-builder's
 // Windows playbook, whose first role (systemprep) installs updates, with
 // their restarts, before it adds the Containers feature: the servicing stack
 // and cumulative update are current before DISM adds the Containers
@@ -50,6 +52,9 @@ func Steps(p Plan) ([]node.Step, error) {
 		return nil, err
 	}
 	var steps []node.Step
+	if !p.AutomaticUpdates {
+		steps = append(steps, node.Step{Name: stepAutomaticUpdates, Script: windowsAutomaticUpdatesOff()})
+	}
 	if p.WindowsUpdate {
 		steps = append(steps, node.Step{Name: stepWindowsUpdate, Script: windowsUpdateScript(p.Staging, p.WindowsUpdateTimeout)})
 	}

@@ -3,6 +3,7 @@
 package windows
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
 // TestWindowsScriptsParse parses every generated Windows script (all golden
@@ -41,7 +43,9 @@ func TestWindowsScriptsParse(t *testing.T) {
 func TestWindowsParseCheckCanFail(t *testing.T) {
 	steps, err := Steps(basePlan(t))
 	require.NoError(t, err)
-	good := string(steps[0].Script)
+	i := slices.IndexFunc(steps, func(s node.Step) bool { return s.Name == stepContainersFeature })
+	require.NotEqual(t, -1, i)
+	good := string(steps[i].Script)
 	for name, bad := range map[string]string{
 		"unclosed if":          strings.Replace(good, "if ($restart) {", "if ($restart {", 1),
 		"unbalanced brace":     strings.Replace(good, "\r\n}\r\n", "\r\n", 1),

@@ -38,6 +38,22 @@ const (
 	schedTaskHasNotRun = 0x41303
 )
 
+// The automatic-updates step: Windows' automatic updates off by policy,
+// first, as image-builder's systemprep role does before it installs
+// updates, so that Windows Update neither restarts the guest during the
+// bake nor the nodes made from the image.
+const (
+	stepAutomaticUpdates = "automatic-updates"
+	autoUpdatePolicyKey  = `SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU`
+)
+
+func windowsAutomaticUpdatesOff() []byte {
+	s := newWinScript("Windows automatic updates off by policy (windows_automatic_updates = false): nodes are updated by a newer image.", psDword)
+	s.Line("Set-KubenodeDword -Key %s -Name 'NoAutoUpdate' -Value 1 -Why %s",
+		powershell.Quote(autoUpdatePolicyKey), powershell.Quote("automatic updates off; windows_automatic_updates = true keeps them"))
+	return s.Bytes()
+}
+
 // Result codes of the agent's IUpdateDownloadResult, IInstallationResult
 // and IUpdateInstallationResult (OperationResultCode).
 const (

@@ -56,14 +56,16 @@ func TestWindowsStepsWindowsUpdateFirst(t *testing.T) {
 	p := basePlan(t)
 	steps, err := Steps(p)
 	require.NoError(t, err)
-	assert.Equal(t, stepContainersFeature, steps[0].Name, "no windows-update unless windows_update")
+	assert.Equal(t, stepAutomaticUpdates, steps[0].Name, "automatic updates off first")
+	assert.Equal(t, stepContainersFeature, steps[1].Name, "no windows-update unless windows_update")
 
 	p.WindowsUpdate, p.WindowsUpdateTimeout = true, 90*time.Minute
 	steps, err = Steps(p)
 	require.NoError(t, err)
-	assert.Equal(t, stepWindowsUpdate, steps[0].Name)
-	assert.Equal(t, stepContainersFeature, steps[1].Name)
-	assert.Equal(t, windowsUpdateScript(windowsStaging, 90*time.Minute), steps[0].Script)
+	assert.Equal(t, stepAutomaticUpdates, steps[0].Name, "automatic updates off before the bake's own updates")
+	assert.Equal(t, stepWindowsUpdate, steps[1].Name)
+	assert.Equal(t, stepContainersFeature, steps[2].Name)
+	assert.Equal(t, windowsUpdateScript(windowsStaging, 90*time.Minute), steps[1].Script)
 
 	p.WindowsUpdateTimeout = -time.Minute
 	_, err = Steps(p)
@@ -105,7 +107,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 	p := updatePlan(t)
 	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
 
-	assert.Equal(t, []string{"mkdir", "verify-artifacts",
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates",
 		"windows-update", "restart", "windows-update", "restart", "windows-update", "windows-update",
 		"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.Steps())
 	out := ui.Out.String()
@@ -117,7 +119,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 		"Windows Update round 4: nothing left to install; 6 updates installed in all",
 		"changed: installed KB5002",
 		"kubenode-bake [windows-update] round 2",
-		"Windows baked, 16 changes", // 6 updates and 7 fake steps
+		"Windows baked, 17 changes", // 6 updates and 8 fake steps
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -125,7 +127,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 	commands, _, _ := g.Snapshot()
 	assert.Contains(t, commands, `shutdown /r /t 5 /c "kubenode-bake: Windows updates"`)
 	// Later rounds stop themselves within what is left of the timeout.
-	last := string(g.Files["C:/Windows/Temp/kubenode/01-windows-update.ps1"])
+	last := string(g.Files["C:/Windows/Temp/kubenode/02-windows-update.ps1"])
 	assert.Contains(t, last, "$deadline = (Get-Date).AddMinutes(120)")
 }
 
@@ -165,7 +167,7 @@ func TestRunWindowsUpdateTimeout(t *testing.T) {
 	assert.Contains(t, err.Error(), "windows_update_timeout: Windows Update ran out of its 50ms after round 1")
 	assert.Contains(t, err.Error(), "raise windows_update_timeout, or set windows_update = false")
 	assert.Contains(t, ui.Err.String(), "ran out of its 50ms")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update", "restart"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "windows-update", "restart"}, g.Steps())
 }
 
 // A round whose script fails (the task's own stop after the timeout, or an
@@ -180,7 +182,7 @@ func TestRunWindowsUpdateRoundFails(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, stepWindowsUpdate, se.Step)
 	assert.Contains(t, se.Tail, "failed: KB5001")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "windows-update"}, g.Steps())
 }
 
 // A task the Task Scheduler never starts ends the step at once, naming
@@ -198,5 +200,24 @@ func TestRunWindowsUpdateTaskNeverStartsFailsFast(t *testing.T) {
 	assert.Contains(t, se.Tail, "The Windows Update task kubenode-windows-update did not start")
 	assert.Contains(t, se.Tail, "state Ready, last result 0x00041303")
 	assert.NotContains(t, se.Tail, "still running")
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "windows-update"}, g.Steps(), "nothing after a failed update phase")
+	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "windows-update"}, g.Steps(), "nothing after a failed update phase")
+}
+
+// Automatic updates are off on the nodes unless windows_automatic_updates:
+// the policy image-builder's systemprep role sets first.
+func TestAutomaticUpdatesOffByPolicyFirst(t *testing.T) {
+	p := basePlan(t)
+	steps, err := Steps(p)
+	require.NoError(t, err)
+	require.Equal(t, stepAutomaticUpdates, steps[0].Name)
+	script := string(steps[0].Script)
+	assert.Contains(t, script, `Set-KubenodeDword -Key 'SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU' -Name 'NoAutoUpdate' -Value 1`)
+
+	p.AutomaticUpdates = true
+	steps, err = Steps(p)
+	require.NoError(t, err)
+	for _, s := range steps {
+		assert.NotEqual(t, stepAutomaticUpdates, s.Name, "windows_automatic_updates = true leaves the policy alone")
+		assert.NotContains(t, string(s.Script), "NoAutoUpdate", s.Name)
+	}
 }

@@ -74,6 +74,8 @@ func windowsCases(t *testing.T) map[string]Plan {
 	old.NodeLabels = map[string]string{"example.com/pool": "windows-2019"}
 	// Without crictl: the self-check asks containerd with ctr.exe.
 	old.InstallCrictl, old.CheckImages = false, nil
+	// windows_automatic_updates = true: no automatic-updates step.
+	old.AutomaticUpdates = true
 
 	// The newest Kubernetes minor, whose kubelet has no
 	// --pod-infra-container-image: the joiner is not given it.
@@ -160,9 +162,11 @@ func TestWindowsStepsOrderAndOptionalSteps(t *testing.T) {
 		return out
 	}
 	p := basePlan(t)
-	assert.Equal(t, []string{"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, names(p))
+	assert.Equal(t, []string{"automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, names(p))
 	p.DefenderExclusions, p.InstallJoiner, p.Generalize, p.InstallCrictl = false, false, false, false
-	assert.Equal(t, []string{"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "permissions", "self-check", "cleanup"}, names(p))
+	assert.Equal(t, []string{"automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "permissions", "self-check", "cleanup"}, names(p))
+	p.AutomaticUpdates = true
+	assert.Equal(t, []string{"containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "permissions", "self-check", "cleanup"}, names(p), "windows_automatic_updates = true")
 }
 
 func TestWindowsScriptsAreCRLFWithABOM(t *testing.T) {
@@ -295,7 +299,7 @@ func TestWindowsHyperVRoleUsesDism(t *testing.T) {
 	for _, mode := range []string{"on", "auto", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			p := basePlan(t)
-			p.HyperV = mode
+			p.HyperV, p.AutomaticUpdates = mode, true
 			steps, err := Steps(p)
 			require.NoError(t, err)
 			require.Equal(t, stepContainersFeature, steps[0].Name)
