@@ -11,10 +11,14 @@ import (
 // whatever letter the seed disc gets.
 
 // bootstrapLocator is the PowerShell run by the FirstLogonCommands entry.
-// It holds no double quotes: it is passed inside -Command "...".
+// It holds no double quotes: it is passed inside -Command "...". A missing
+// script is written to COM1 too (best effort), like the bootstrap's own
+// errors.
 const bootstrapLocator = "$s = Get-PSDrive -PSProvider FileSystem | ForEach-Object { Join-Path $_.Root '" + WindowsBootstrapScript + "' } | " +
 	"Where-Object { Test-Path -LiteralPath $_ } | Select-Object -First 1; " +
-	"if (-not $s) { throw '" + WindowsBootstrapScript + " is on no drive: attach the kubenode seed disc' }; & $s"
+	"if (-not $s) { $m = '" + WindowsBootstrapScript + " is on no drive: attach the kubenode seed disc'; " +
+	"try { $p = New-Object System.IO.Ports.SerialPort 'COM1', 115200; $p.WriteTimeout = 2000; $p.Open(); $p.Write('" + serialPrefix + " FAILED: ' + $m + [char]13 + [char]10); $p.Dispose() } catch { }; " +
+	"throw $m }; & $s"
 
 func bootstrapCommandLine() string {
 	return `powershell.exe -NoLogo -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "` + bootstrapLocator + `"`

@@ -586,3 +586,12 @@ func TestBootstrapWritesProgressToCOM1(t *testing.T) {
 		assert.GreaterOrEqual(t, strings.Count(s, "Write-KubenodeSerial '"), 3, name)
 	}
 }
+
+// A seed disc the first logon cannot find is written to COM1 too, and the
+// command line stays within Setup's limit.
+func TestBootstrapLocatorWritesAMissingScriptToCOM1(t *testing.T) {
+	assert.Contains(t, bootstrapLocator, "System.IO.Ports.SerialPort 'COM1', 115200")
+	assert.Contains(t, bootstrapLocator, "'"+serialPrefix+" FAILED: ' + $m")
+	assert.Contains(t, bootstrapLocator, "} catch { }; throw $m }", "a missing port never hides the error")
+	assert.LessOrEqual(t, len(bootstrapCommandLine()), maxFirstLogonCommandLen)
+}
