@@ -43,8 +43,9 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 			if a.URL == "" {
 				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
 			} else {
-				local, verified, err = c.download(ctx, ui, a)
-				afterDownload(local)
+				if local, verified, err = c.download(ctx, ui, a); err == nil {
+					afterDownload(local)
+				}
 			}
 		}
 		if err == nil {
