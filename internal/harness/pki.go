@@ -32,9 +32,10 @@ type leaf struct {
 	cn   string
 	orgs []string
 	sans []string // set for a serving certificate; nil for a client one
-	// peer: the certificate serves and is a client too (etcd's peer
-	// certificate, which a member presents both ways).
-	peer bool
+	// alsoClient: a serving certificate that is a client's too, as
+	// kubeadm makes etcd's: a peer presents it both ways, and etcd's gRPC
+	// gateway dials its own server with the server certificate.
+	alsoClient bool
 }
 
 // newPKI makes the cluster CA, the leaves and the service-account key pair.
@@ -55,8 +56,8 @@ func newPKI(dir string, leaves []leaf) (*pki, error) {
 // certificate).
 func newEtcdPKI(dir string) (*pki, error) {
 	return newCA(dir, "etcd-ca", []leaf{
-		{name: "server", cn: "kube-etcd", sans: []string{"127.0.0.1", "localhost"}},
-		{name: "peer", cn: "kube-etcd-peer", sans: []string{"127.0.0.1", "localhost"}, peer: true},
+		{name: "server", cn: "kube-etcd", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
+		{name: "peer", cn: "kube-etcd-peer", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
 		{name: "apiserver-etcd-client", cn: "kube-apiserver-etcd-client"},
 		// The harness's own health checks.
 		{name: "healthcheck-client", cn: "kube-etcd-healthcheck-client"},
@@ -118,7 +119,7 @@ func (p *pki) issue(l leaf) error {
 	}
 	if l.sans != nil {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		if l.peer {
+		if l.alsoClient {
 			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 		}
 		for _, s := range l.sans {
