@@ -348,7 +348,9 @@ type LinuxSeedConfig struct {
 	// `http://[user:password@]host:port/` (autoinstall's `proxy`, preseed's
 	// `mirror/http/proxy`, cloud-init's apt proxy). Not for `kickstart`,
 	// which installs from the DVD. The OS install only: kubenode-bake's
-	// `http_proxy` covers the bake and containerd.
+	// `http_proxy` covers the bake and containerd, and its `generalize`
+	// removes this proxy from the apt configuration the installer copied
+	// it into. A user or password in the URL is warned about.
 	HTTPProxy string `mapstructure:"http_proxy"`
 	// NoCloud instance-id. Default: a new one for every build, so that
 	// cloud-init in an image made by an earlier build runs again (and
@@ -612,6 +614,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		if err := check.linuxSeed().Validate(); err != nil {
 			errs = packersdk.MultiErrorAppend(errs, prefixed("linux", err)...)
 		}
+		if w := proxyCredentialsWarning(c.Linux.HTTPProxy); w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	errs = packersdk.MultiErrorAppend(errs, c.checkDomainXMLPatches()...)
 	if errs != nil && len(errs.Errors) > 0 {
@@ -650,6 +655,25 @@ func (c *Config) prepareVNC(add func(key, format string, args ...any)) {
 		// Keep it out of Packer's log, which has the domain XML.
 		packersdk.LogSecretFilter.Set(c.VNCPassword)
 	}
+}
+
+// proxyCredentialsWarning warns about a user or password in linux {
+// http_proxy }: an authenticated proxy works, so it is no error, but the
+// installers copy the URL into the target's apt configuration (mode 0644),
+// where only kubenode-bake's generalize removes it, and the seed carries it
+// in clear. The password is kept out of Packer's log.
+func proxyCredentialsWarning(proxy string) string {
+	u, err := url.Parse(proxy)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		packersdk.LogSecretFilter.Set(pw)
+	}
+	return "linux.http_proxy: the URL holds user information: the installer writes it into the image's apt configuration " +
+		"(/etc/apt/apt.conf, /etc/apt/apt.conf.d/90curtin-aptproxy or 90cloud-init-aptproxy, readable by every account), " +
+		"which kubenode-bake's generalize removes (with generalize = false every clone keeps it); the seed carries it in clear. " +
+		"Use a proxy that needs no credentials for the install, or an account meant for this build only."
 }
 
 // tcpURIWarning explains why a qemu+tcp:// libvirt_uri is a risk: the

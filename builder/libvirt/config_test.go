@@ -130,6 +130,33 @@ func TestPrepareWarnsAboutTCPURIs(t *testing.T) {
 	}
 }
 
+// A user or password in linux { http_proxy } is warned about, naming the
+// key and where the installer copies it; the password stays out of the
+// warning. A proxy without credentials warns about nothing.
+func TestPrepareWarnsAboutInstallerProxyCredentials(t *testing.T) {
+	for proxy, want := range map[string]bool{
+		"http://proxy.example.com:3128/":                   false,
+		"http://build:s3cret@proxy.example.com:3128/":      true,
+		"https://build@proxy.example.com/":                 true,
+		"http://build:p%40ss@proxy.example.com:3128/":      true,
+		"http://proxy.example.com:3128/?user=not-userinfo": false,
+	} {
+		raw := linuxRaw()
+		raw["linux"] = map[string]interface{}{"flavor": "ubuntu-autoinstall", "http_proxy": proxy}
+		warns, err := (&Config{}).Prepare(raw)
+		require.NoError(t, err, "%s: a warning, not an error: an authenticated proxy works", proxy)
+		if !want {
+			assert.Empty(t, warns, proxy)
+			continue
+		}
+		require.Len(t, warns, 1, proxy)
+		assert.Contains(t, warns[0], "linux.http_proxy: the URL holds user information", proxy)
+		assert.Contains(t, warns[0], "/etc/apt/apt.conf.d/90curtin-aptproxy", proxy)
+		assert.Contains(t, warns[0], "generalize removes", proxy)
+		assert.NotContains(t, warns[0], "s3cret", proxy)
+	}
+}
+
 func TestPrepareHyperVNeedsKVM(t *testing.T) {
 	var c Config
 	_, err := c.Prepare(map[string]interface{}{

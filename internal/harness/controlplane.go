@@ -61,6 +61,8 @@ type ControlPlane struct {
 	opts          ControlPlaneOptions
 	client        *http.Client // the admin's client certificate
 	apiserverArgs []string
+	etcdURL       string // https://127.0.0.1:PORT
+	etcdCA        string // etcd's own CA, PEM (pki/etcd/ca.crt)
 	etcd          *proc
 	apiserver     *proc
 	kcm           *proc // kube-controller-manager
@@ -155,24 +157,43 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 	if err != nil {
 		return nil, err
 	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	// etcd as kubeadm runs it: TLS with client certificates of its own CA
+	// on both ports. 127.0.0.1 is no boundary here: every lab node and Pod
+	// reaches this host's loopback as 10.0.2.2.
+	etcdPKI, err := newEtcdPKI(filepath.Join(o.Dir, "pki", "etcd"))
+	if err != nil {
+		return nil, err
+	}
+	cp.etcdURL = fmt.Sprintf("https://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPeer)
+	cp.etcdCA = etcdPKI.path("ca.crt")
 	cp.etcd, err = start(o.Dir, "etcd", []string{filepath.Join(o.BinDir, "etcd"),
 		"--name=default", "--data-dir=" + filepath.Join(o.Dir, "etcd"),
-		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-client-urls=" + cp.etcdURL, "--advertise-client-urls=" + cp.etcdURL,
+		"--cert-file=" + etcdPKI.path("server.crt"), "--key-file=" + etcdPKI.path("server.key"),
+		"--client-cert-auth=true", "--trusted-ca-file=" + cp.etcdCA,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--peer-cert-file=" + etcdPKI.path("peer.crt"), "--peer-key-file=" + etcdPKI.path("peer.key"),
+		"--peer-client-cert-auth=true", "--peer-trusted-ca-file=" + cp.etcdCA,
 		"--initial-cluster=default=" + peerURL, "--listen-metrics-urls=", "--log-level=warn",
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, cp.etcd, etcdURL+"/health", &http.Client{Timeout: 2 * time.Second}, 30*time.Second); err != nil {
+	etcdHealth, err := clientFor(cp.etcdCA, etcdPKI.path("healthcheck-client.crt"), etcdPKI.path("healthcheck-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	etcdHealth.Timeout = 2 * time.Second
+	if err := waitHTTP(ctx, cp.etcd, cp.etcdURL+"/health", etcdHealth, 30*time.Second); err != nil {
 		return nil, err
 	}
 	step("etcd up")
 
 	cp.apiserverArgs = []string{filepath.Join(o.BinDir, "kube-apiserver"),
-		"--etcd-servers=" + etcdURL,
+		"--etcd-servers=" + cp.etcdURL,
+		"--etcd-cafile=" + cp.etcdCA,
+		"--etcd-certfile=" + etcdPKI.path("apiserver-etcd-client.crt"), "--etcd-keyfile=" + etcdPKI.path("apiserver-etcd-client.key"),
 		// Loopback only: this host must not expose a cluster to its network.
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", o.Port),
 		"--tls-cert-file=" + pk.path("apiserver.crt"), "--tls-private-key-file=" + pk.path("apiserver.key"),
@@ -308,13 +329,13 @@ func (cp *ControlPlane) SchedulerLease(ctx context.Context) (Lease, error) {
 func clientFor(ca, cert, key string) (*http.Client, error) {
 	caPEM, err := os.ReadFile(ca)
 	if err != nil {
-		return nil, fmt.Errorf("admin client: %w", err)
+		return nil, fmt.Errorf("client %s: %w", cert, err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
-		return nil, fmt.Errorf("admin client: %w", err)
+		return nil, fmt.Errorf("client %s: %w", cert, err)
 	}
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},

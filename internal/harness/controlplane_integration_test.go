@@ -5,11 +5,13 @@ package harness
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +106,70 @@ func TestPlainKubeadmJoin(t *testing.T) {
 	}
 	if after != before {
 		t.Errorf("the host is not restored:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestControlPlaneEtcdNeedsAClientCertificate: the control plane's etcd,
+// which every lab node and Pod reaches as 10.0.2.2, answers only a client
+// with a certificate of etcd's own CA: not plain HTTP, not TLS without a
+// certificate, not a certificate of the cluster CA (which signs every
+// node's); the API server, holding one, works.
+func TestControlPlaneEtcdNeedsAClientCertificate(t *testing.T) {
+	cp := ControlPlaneT(t, ControlPlaneOptions{})
+	ctx := context.Background()
+	u, err := url.Parse(cp.etcdURL)
+	if err != nil || u.Scheme != "https" {
+		t.Fatalf("etcd's URL %q is not https://", cp.etcdURL)
+	}
+	caPEM, err := os.ReadFile(cp.etcdCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdCA := x509.NewCertPool()
+	etcdCA.AppendCertsFromPEM(caPEM)
+	admin, err := tls.LoadX509KeyPair(filepath.Join(cp.Dir, "pki", "admin.crt"), filepath.Join(cp.Dir, "pki", "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := func(scheme string, tc *tls.Config) (int, error) {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+u.Host+"/health", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for name, c := range map[string]struct {
+		scheme string
+		tls    *tls.Config
+	}{
+		"plain HTTP":                    {"http", nil},
+		"no client certificate":         {"https", &tls.Config{RootCAs: etcdCA}},
+		"the cluster CA's admin client": {"https", &tls.Config{RootCAs: etcdCA, Certificates: []tls.Certificate{admin}}},
+	} {
+		if code, err := health(c.scheme, c.tls); err == nil && code == http.StatusOK {
+			t.Errorf("%s: etcd answered /health with %d, want it refused", name, code)
+		} else {
+			t.Logf("%s: refused (%d, %v)", name, code, err)
+		}
+	}
+	// The same request with etcd's own client certificate is answered: the
+	// refusals above are the missing certificate's.
+	own, err := tls.LoadX509KeyPair(filepath.Join(cp.Dir, "pki", "etcd", "healthcheck-client.crt"), filepath.Join(cp.Dir, "pki", "etcd", "healthcheck-client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := health("https", &tls.Config{RootCAs: etcdCA, Certificates: []tls.Certificate{own}}); err != nil || code != http.StatusOK {
+		t.Errorf("etcd's own client certificate: /health answered %d, %v; want 200", code, err)
+	}
+	var ns struct{ Metadata struct{ Name string } }
+	if err := cp.api(ctx, http.MethodGet, "/api/v1/namespaces/kube-system", "", nil, &ns); err != nil || ns.Metadata.Name != "kube-system" {
+		t.Errorf("the API server does not read from etcd: %v (%+v)", err, ns)
 	}
 }
 

@@ -32,10 +32,40 @@ type leaf struct {
 	cn   string
 	orgs []string
 	sans []string // set for a serving certificate; nil for a client one
+	// alsoClient: a serving certificate that is a client's too, as
+	// kubeadm makes etcd's: a peer presents it both ways, and etcd's gRPC
+	// gateway dials its own server with the server certificate.
+	alsoClient bool
 }
 
 // newPKI makes the cluster CA, the leaves and the service-account key pair.
 func newPKI(dir string, leaves []leaf) (*pki, error) {
+	p, err := newCA(dir, "kubernetes", leaves)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.serviceAccountKey(); err != nil {
+		return nil, fmt.Errorf("pki: service-account key: %w", err)
+	}
+	return p, nil
+}
+
+// newEtcdPKI makes etcd's own CA in dir (kubeadm's pki/etcd) and its
+// leaves: etcd trusts every client certificate its CA signed, so that CA
+// must sign nothing else (the cluster CA signs every node's client
+// certificate).
+func newEtcdPKI(dir string) (*pki, error) {
+	return newCA(dir, "etcd-ca", []leaf{
+		{name: "server", cn: "kube-etcd", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
+		{name: "peer", cn: "kube-etcd-peer", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
+		{name: "apiserver-etcd-client", cn: "kube-apiserver-etcd-client"},
+		// The harness's own health checks.
+		{name: "healthcheck-client", cn: "kube-etcd-healthcheck-client"},
+	})
+}
+
+// newCA makes a CA named cn in dir and the leaves it signs.
+func newCA(dir, cn string, leaves []leaf) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
@@ -45,7 +75,7 @@ func newPKI(dir string, leaves []leaf) (*pki, error) {
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -65,9 +95,6 @@ func newPKI(dir string, leaves []leaf) (*pki, error) {
 		if err := p.issue(l); err != nil {
 			return nil, fmt.Errorf("pki: %s: %w", l.name, err)
 		}
-	}
-	if err := p.serviceAccountKey(); err != nil {
-		return nil, fmt.Errorf("pki: service-account key: %w", err)
 	}
 	return p, nil
 }
@@ -92,6 +119,9 @@ func (p *pki) issue(l leaf) error {
 	}
 	if l.sans != nil {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if l.alsoClient {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		for _, s := range l.sans {
 			if ip := net.ParseIP(s); ip != nil {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)

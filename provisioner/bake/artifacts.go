@@ -27,21 +27,34 @@ import (
 // or downloads it, and checks its sha256 against `artifact_checksums` and
 // the published checksum. Every missing or mismatching artifact is
 // reported, by name, before anything runs on the guest.
+//
+// A downloaded artifact's sha256, the one the guest checks after the
+// upload, is the digest the download verified against the published
+// checksum, never a later reading of the cached file: a file changed in the
+// cache in between fails here, and one changed after this fails on the
+// guest.
 func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.Artifact) ([]versions.Artifact, error) {
 	var errs *packersdk.MultiError
 	out := make([]versions.Artifact, 0, len(arts))
 	for _, a := range arts {
+		var verified string // the published sha256 the download was checked against
 		local, err := c.localArtifact(a)
 		if err == nil && local == "" {
 			if a.URL == "" {
 				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
 			} else {
-				local, err = c.download(ctx, ui, a)
+				if local, verified, err = c.download(ctx, ui, a); err == nil {
+					afterDownload(local)
+				}
 			}
 		}
 		if err == nil {
 			a.Local = local
 			a.SHA256, err = filehash.SHA256(local)
+		}
+		if err == nil && verified != "" && a.SHA256 != verified {
+			err = fmt.Errorf("artifact %s: %s has sha256 %s, not the %s verified against %s when it was downloaded: the cached file changed since; remove it and run the build again",
+				a.Name, local, a.SHA256, verified, a.ChecksumURL)
 		}
 		if err == nil {
 			if want := c.ArtifactChecksums[a.Name]; want != "" && want != a.SHA256 {
@@ -59,6 +72,10 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 	}
 	return out, nil
 }
+
+// afterDownload runs between a download and the check of the cached file:
+// tests change the file there.
+var afterDownload = func(string) {}
 
 func (c *Config) localArtifact(a versions.Artifact) (string, error) {
 	if p, ok := c.Artifacts[a.Name]; ok {
@@ -166,47 +183,48 @@ func (b *idleBody) Close() error {
 }
 
 // download fetches a.URL into the cache, keyed by its published checksum,
-// through the configured proxy.
-func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, error) {
+// through the configured proxy; it returns the cached file and the
+// published sha256 the file was verified against.
+func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, string, error) {
 	client := downloadClient(c.proxyFunc())
 	want, err := publishedSHA256(ctx, client, a.ChecksumURL, a.FileName)
 	if err != nil {
-		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
+		return "", "", fmt.Errorf("artifact %s: %w", a.Name, err)
 	}
 	dst := filepath.Join(c.DownloadCacheDir, want, a.FileName)
 	if got, err := filehash.SHA256(dst); err == nil && got == want {
 		ui.Message(fmt.Sprintf("%s: cached at %s", a.Name, dst))
-		return dst, nil
+		return dst, want, nil
 	}
 	ui.Message(fmt.Sprintf("%s: downloading %s", a.Name, a.URL))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
 	resp, err := get(ctx, client, a.URL)
 	if err != nil {
-		return "", fmt.Errorf("artifact %s: %w", a.Name, err)
+		return "", "", fmt.Errorf("artifact %s: %w", a.Name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("artifact %s: GET %s: %s", a.Name, a.URL, resp.Status)
+		return "", "", fmt.Errorf("artifact %s: GET %s: %s", a.Name, a.URL, resp.Status)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+a.FileName+".*")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
 	if _, err := io.Copy(io.MultiWriter(tmp, h), resp.Body); err != nil {
 		tmp.Close()
-		return "", fmt.Errorf("artifact %s: downloading %s: %w", a.Name, a.URL, err)
+		return "", "", fmt.Errorf("artifact %s: downloading %s: %w", a.Name, a.URL, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return "", fmt.Errorf("artifact %s: %s has sha256 %s but %s publishes %s", a.Name, a.URL, got, a.ChecksumURL, want)
+		return "", "", fmt.Errorf("artifact %s: %s has sha256 %s but %s publishes %s", a.Name, a.URL, got, a.ChecksumURL, want)
 	}
-	return dst, os.Rename(tmp.Name(), dst)
+	return dst, want, os.Rename(tmp.Name(), dst)
 }
 
 // publishedSHA256 reads a checksum file: a bare hex digest (dl.k8s.io's

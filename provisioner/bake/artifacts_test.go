@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -97,4 +98,41 @@ func TestDownloadGivesUpOnABodyThatStops(t *testing.T) {
 	defer slow.Close()
 	err = resolveWithin(t, 10*time.Second, []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: slow.URL + "/kubelet", ChecksumURL: slow.URL + "/kubelet.sha256"}})
 	require.NoError(t, err)
+}
+
+// A cached file swapped after the download verified it is refused, by
+// name, rather than baked in under its new hash: whether it was just
+// downloaded or found in the cache.
+func TestResolveRefusesAFileSwappedAfterTheDownload(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/kubelet":
+			w.Write([]byte("real kubelet"))
+		case "/kubelet.sha256":
+			w.Write([]byte(sum("real kubelet")))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	arts := []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"}}
+	c := Config{DownloadCacheDir: t.TempDir()}
+	for _, name := range []string{"downloaded", "cached"} {
+		t.Run(name, func(t *testing.T) {
+			var swapped string
+			afterDownload = func(path string) {
+				swapped = path
+				require.NoError(t, os.WriteFile(path, []byte("evil kubelet"), 0o755))
+			}
+			defer func() { afterDownload = func(string) {} }()
+			got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+			require.Error(t, err, "resolved to %+v", got)
+			assert.Contains(t, err.Error(), "artifact kubelet: "+swapped+" has sha256 "+sum("evil kubelet")+", not the "+sum("real kubelet")+" verified against "+srv.URL+"/kubelet.sha256")
+			// The real file back: the next resolve finds it in the cache.
+			require.NoError(t, os.WriteFile(swapped, []byte("real kubelet"), 0o755))
+		})
+	}
+	got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.NoError(t, err)
+	assert.Equal(t, sum("real kubelet"), got[0].SHA256, "the guest checks the published sha256")
 }

@@ -43,7 +43,7 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 		windows: []string{"-StartupType Automatic"},
 	},
 	"proxy": {
-		linux:   []string{"put '/etc/systemd/system/containerd.service.d/http-proxy.conf' 0600 "},
+		linux:   []string{"put '/etc/systemd/system/containerd.service.d/http-proxy.conf' 0600 ", "rm -f /etc/apt/apt.conf.d/90curtin-aptproxy", "rm -f /etc/apt/apt.conf.d/90cloud-init-aptproxy", "/Id' /etc/apt/apt.conf"},
 		windows: []string{"New-ItemProperty -LiteralPath $key -Name 'Environment' -PropertyType MultiString"},
 	},
 	"joiner-config": {

@@ -16,6 +16,7 @@ package bake
 import (
 	"errors"
 	"fmt"
+	"log"
 	"maps"
 	"net/netip"
 	"os"
@@ -214,6 +215,9 @@ type Config struct {
 	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
 	ctx interpolate.Context
+	// warnings found by Prepare, printed when the bake starts: a
+	// provisioner's Prepare has no way to return them.
+	warnings []string
 }
 
 // Prepare decodes and validates the configuration; every problem is
@@ -320,6 +324,10 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	// not work together, fail here rather than after the guest has booted.
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
+	}
+	c.warnings = c.registryMirrorWarnings()
+	for _, w := range c.warnings {
+		log.Printf("kubenode-bake: warning: %s", w)
 	}
 	if c.DownloadCacheDir == "" {
 		dir, err := packersdk.CachePath("kubenode-bake")

@@ -145,6 +145,7 @@ type FlatRegistryMirror struct {
 	CAFile       *string  `mapstructure:"ca_file" cty:"ca_file" hcl:"ca_file"`
 	SkipVerify   *bool    `mapstructure:"skip_verify" cty:"skip_verify" hcl:"skip_verify"`
 	OverridePath *bool    `mapstructure:"override_path" cty:"override_path" hcl:"override_path"`
+	AllowResolve *bool    `mapstructure:"allow_resolve" cty:"allow_resolve" hcl:"allow_resolve"`
 }
 
 // FlatMapstructure returns a new FlatRegistryMirror.
@@ -164,6 +165,7 @@ func (*FlatRegistryMirror) HCL2Spec() map[string]hcldec.Spec {
 		"ca_file":       &hcldec.AttrSpec{Name: "ca_file", Type: cty.String, Required: false},
 		"skip_verify":   &hcldec.AttrSpec{Name: "skip_verify", Type: cty.Bool, Required: false},
 		"override_path": &hcldec.AttrSpec{Name: "override_path", Type: cty.Bool, Required: false},
+		"allow_resolve": &hcldec.AttrSpec{Name: "allow_resolve", Type: cty.Bool, Required: false},
 	}
 	return s
 }

@@ -45,4 +45,12 @@ type RegistryMirror struct {
 	// (containerd otherwise appends `/v2`): for mirrors served under a
 	// path of their own. Default false.
 	OverridePath bool `mapstructure:"override_path"`
+	// Let the `http://` endpoints, and every endpoint with `skip_verify`,
+	// resolve tags too. Default false: such a mirror is only trusted to
+	// pull by digest (`capabilities = ["pull"]`), since anyone on the path
+	// could answer a tag with an image of their choosing; tags are resolved
+	// by the verified endpoints or the registry itself. Set it for a
+	// mirror of a registry the node cannot reach, whose tags only that
+	// mirror resolves.
+	AllowResolve bool `mapstructure:"allow_resolve"`
 }

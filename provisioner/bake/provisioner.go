@@ -28,6 +28,9 @@ func (p *Provisioner) Prepare(raws ...interface{}) error { return p.config.Prepa
 // Provision bakes the guest.
 func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
 	c := &p.config
+	for _, w := range c.warnings {
+		ui.Error("kubenode-bake: warning: " + w)
+	}
 	if err := c.checkImageArchives(); err != nil {
 		return err
 	}

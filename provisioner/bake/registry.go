@@ -54,6 +54,39 @@ func (c *Config) prepareRegistryMirrors() []error {
 	return errs
 }
 
+// registryMirrorWarnings names the mirrors whose answers are not
+// authenticated (http://, skip_verify): anyone between the node and such a
+// mirror can serve a tag as an image of their choosing, so they only pull
+// by digest unless allow_resolve says otherwise.
+func (c *Config) registryMirrorWarnings() []string {
+	var out []string
+	for i, m := range c.RegistryMirrors {
+		key := fmt.Sprintf("registry_mirrors[%d]", i)
+		var plain []string
+		for j, e := range m.Endpoints {
+			if node.Unverified(e, false) {
+				plain = append(plain, fmt.Sprintf("endpoints[%d] (%s)", j, e))
+			}
+		}
+		var what string
+		switch {
+		case m.SkipVerify:
+			what = key + ".skip_verify: the TLS certificates of " + key + ".endpoints are not checked"
+		case len(plain) > 0:
+			what = key + "." + strings.Join(plain, ", "+key+".") + ": plain HTTP"
+		default:
+			continue
+		}
+		if m.AllowResolve {
+			out = append(out, what+", and allow_resolve lets the mirror resolve tags: anyone on the way to it can answer a tag with another image")
+		} else {
+			out = append(out, what+": the mirror is trusted to pull by digest only (capabilities = [\"pull\"]), tags are resolved by the verified endpoints or the registry itself; "+
+				"use https:// with ca_file, or set "+key+".allow_resolve = true for a mirror of a registry only it reaches")
+		}
+	}
+	return out
+}
+
 // checkEndpoint accepts an absolute http(s) URL with a host, no user
 // information, query or fragment.
 func checkEndpoint(e string) error {
@@ -104,7 +137,7 @@ func readCA(file string) (string, error) {
 func (c *Config) registryHosts() ([]node.RegistryHost, error) {
 	var out []node.RegistryHost
 	for i, m := range c.RegistryMirrors {
-		h := node.RegistryHost{Registry: m.Registry, Endpoints: m.Endpoints, SkipVerify: m.SkipVerify, OverridePath: m.OverridePath}
+		h := node.RegistryHost{Registry: m.Registry, Endpoints: m.Endpoints, SkipVerify: m.SkipVerify, OverridePath: m.OverridePath, AllowResolve: m.AllowResolve}
 		if m.CAFile != "" {
 			ca, err := readCA(m.CAFile)
 			if err != nil {

@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -67,7 +69,8 @@ var errNotSigned = errors.New("cluster-info is not signed for this token")
 // (a bad signature, a CA that does not match the pin) are permanent.
 func FetchClusterInfo(ctx context.Context, newClient func(*rest.Config) (kubernetes.Interface, error), cfg *config.Config) (*ClusterInfo, error) {
 	host := "https://" + cfg.APIServerEndpoint
-	insecure, err := newClient(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second})
+	dial := extraHostsDial(cfg.ExtraHosts)
+	insecure, err := newClient(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second, Dial: dial})
 	if err != nil {
 		return nil, permanent(err)
 	}
@@ -101,7 +104,7 @@ func FetchClusterInfo(ctx context.Context, newClient func(*rest.Config) (kuberne
 	}
 	// Again, now trusting only the pinned CA: the first answer could have
 	// come from anyone.
-	secure, err := newClient(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, Timeout: 10 * time.Second})
+	secure, err := newClient(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, Timeout: 10 * time.Second, Dial: dial})
 	if err != nil {
 		return nil, permanent(err)
 	}
@@ -121,6 +124,38 @@ func FetchClusterInfo(ctx context.Context, newClient func(*rest.Config) (kuberne
 		return nil, fmt.Errorf("reading the API server's version: %w", err)
 	}
 	return &ClusterInfo{Server: server, CA: ca, CAPEM: caPEM, Version: v}, nil
+}
+
+// extraHostsDial dials a host that extraHosts names at their address
+// (nil: no entries, the default dialer): the hosts file gets them only
+// once discovery has verified the cluster, yet apiServerEndpoint may be a
+// name only they resolve. The TLS server name stays the host name.
+func extraHostsDial(hosts []corev1.HostAlias) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if len(hosts) == 0 {
+		return nil
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		return d.DialContext(ctx, network, ExtraHostsAddress(hosts, address))
+	}
+}
+
+// ExtraHostsAddress is address (host:port) with its host replaced by the
+// IP extraHosts give it, if any (the first entry naming it wins, as in a
+// hosts file).
+func ExtraHostsAddress(hosts []corev1.HostAlias, address string) string {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return address
+	}
+	for _, h := range hosts {
+		for _, name := range h.Hostnames {
+			if strings.EqualFold(name, host) {
+				return net.JoinHostPort(h.IP, port)
+			}
+		}
+	}
+	return address
 }
 
 func signedClusterInfo(ctx context.Context, client kubernetes.Interface, token string) (string, error) {

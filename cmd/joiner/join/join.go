@@ -102,8 +102,10 @@ func Phases() []phases.Phase[*data] {
 	return []phases.Phase[*data]{
 		{Name: "config", Help: "assemble and validate the join configuration", Run: loadConfig},
 		{Name: "already-joined", Help: "check whether this node is already a member", Run: checkJoined},
-		{Name: "hosts", Help: "write extra hosts entries", Run: writeHosts, RunIf: notJoined},
 		{Name: "discovery", Help: "fetch cluster-info, check the token's signature and the CA pin", Run: discover, RunIf: notJoined},
+		// After discovery: a hosts entry redirects every program on the
+		// node, so it is written only for a cluster the pin verified.
+		{Name: "hosts", Help: "write extra hosts entries", Run: writeHosts, RunIf: notJoined},
 		{Name: "preflight", Help: "check the runtime, kubelet and kubeadm", Run: preflight, RunIf: notJoined},
 		{Name: "kubeadm-config", Help: "write kubeadm's JoinConfiguration", Run: writeKubeadmConfig, RunIf: notJoined},
 		{Name: "kubelet-prepare", Help: "register the kubelet service's flags (Windows)", Run: prepareKubelet, RunIf: notJoined},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -293,6 +294,69 @@ func TestWrongCAHashIsRefusedBeforeAnythingIsWritten(t *testing.T) {
 	assert.Empty(t, e.host.calls, "kubeadm never ran")
 	_, statErr := os.Stat(e.paths.KubeadmConfig)
 	assert.ErrorIs(t, statErr, os.ErrNotExist)
+	hosts, _ := os.ReadFile(e.paths.Hosts)
+	assert.Equal(t, "127.0.0.1 localhost\n", string(hosts), "no hosts entry for a cluster the pin did not verify")
+}
+
+// A seed disc that points the node at another address may not name that
+// address registry.k8s.io (or anything but the image's names for its API
+// server); a seed that names it correctly but meets a cluster with another
+// CA leaves the hosts file as it was.
+func TestSeedHostsEntriesNeedTheImagesNamesAndAVerifiedCluster(t *testing.T) {
+	for name, c := range map[string]struct {
+		seed, err string
+	}{
+		"another name": {
+			seed: "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [registry.k8s.io]}]\n",
+			err:  `joiner.yaml: extraHosts[0].hostnames[0]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab)`,
+		},
+		"the image's name, another cluster": {
+			seed: "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab]}]\n",
+			err:  "phase discovery: the cluster's CA is ",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [sha256:"+strings.Repeat("0", 64)+"]\ntimeouts: {discovery: 1s}\n")
+			dir := t.TempDir()
+			require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: config.SeedLabel,
+				Files: []autounattend.File{{Name: config.FileName, Data: []byte("token: " + jointest.Token + "\n" + c.seed)}}}))
+			e.opts.Paths.SeedDevices = []string{filepath.Join(dir, "sr*")}
+			err := join.Run(context.Background(), e.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.err)
+			hosts, _ := os.ReadFile(e.paths.Hosts)
+			assert.Equal(t, "127.0.0.1 localhost\n", string(hosts), "the hosts file is untouched")
+			assert.Empty(t, e.host.calls, "nothing ran")
+		})
+	}
+}
+
+// Discovery reaches an apiServerEndpoint only extraHosts resolve, before
+// they are in the hosts file: its client dials their address.
+func TestDiscoveryDialsTheExtraHostsAddress(t *testing.T) {
+	e := newEnv(t, strings.Replace(goodConfig, "apiServerEndpoint: 10.0.2.2:6443", "apiServerEndpoint: kind-control-plane:6443", 1))
+	var dials []func(context.Context, string, string) (net.Conn, error)
+	e.opts.NewClient = func(rc *rest.Config) (kubernetes.Interface, error) {
+		if rc.Host == "https://kind-control-plane:6443" {
+			dials = append(dials, rc.Dial)
+		}
+		return e.client, nil
+	}
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+	require.Len(t, dials, 2, "the unverified and the verified request")
+	for _, dial := range dials {
+		assert.NotNil(t, dial)
+	}
+	hosts := []corev1.HostAlias{{IP: "192.168.122.1", Hostnames: []string{"cp", "Kind-Control-Plane"}}, {IP: "10.9.9.9", Hostnames: []string{"kind-control-plane"}}}
+	for in, want := range map[string]string{
+		"kind-control-plane:6443": "192.168.122.1:6443",
+		"cp:443":                  "192.168.122.1:443",
+		"other:6443":              "other:6443",
+		"10.0.2.2:6443":           "10.0.2.2:6443",
+		"no-port":                 "no-port",
+	} {
+		assert.Equal(t, want, join.ExtraHostsAddress(hosts, in), in)
+	}
 }
 
 func TestUnsignedTokenFailsAfterDiscoveryTimeout(t *testing.T) {

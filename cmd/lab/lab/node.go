@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	sdknet "github.com/hashicorp/packer-plugin-sdk/net"
+
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
@@ -153,7 +155,7 @@ func (l *Lab) boot(ctx context.Context) error {
 			return err
 		}
 		l.onClose("deleting volume "+n.VMName+".qcow2", func() error { return d.DeleteVolume(pool, n.VMName+".qcow2") })
-		if n.SSHPort, err = freePort(); err != nil {
+		if n.SSHPort, err = l.reservePort(ctx); err != nil {
 			return err
 		}
 		// QEMU user networking: every VM has a network of its own where
@@ -327,6 +329,33 @@ func virtualSize(ctx context.Context, image string) (uint64, error) {
 	return info.VirtualSize, nil
 }
 
+// The nodes' SSH forwards take ports in the builder's default
+// host_port_min-host_port_max, reserved the builder's way (the SDK's lock
+// files in Packer's cache): a lab and a build on this machine never pick
+// the same port.
+const sshPortMin, sshPortMax = 2222, 4444
+
+// reservePort reserves a free port on 127.0.0.1 for a node's SSH forward:
+// its lock is held until the lab closes, the port itself left free for
+// QEMU to bind.
+func (l *Lab) reservePort(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ln, err := sdknet.ListenRangeConfig{Network: "tcp", Addr: "127.0.0.1", Min: sshPortMin, Max: sshPortMax + 1}.Listen(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("no free port on 127.0.0.1 between %d and %d for a node's SSH forward: %w", sshPortMin, sshPortMax, err)
+	}
+	ln.Listener.Close()
+	port := ln.Port
+	l.onClose(fmt.Sprintf("releasing the reservation of port %d", port), func() error {
+		// The listener is closed already: Close unlocks, then reports that.
+		_ = ln.Close()
+		return nil
+	})
+	return port, nil
+}
+
+// freePort is a port free now, for a process this lab starts at once.
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -75,8 +75,10 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Taints are registered with the node (kubeadm nodeRegistration.taints).
 	Taints []corev1.Taint `json:"taints,omitempty"`
-	// ExtraHosts are written to the hosts file before joining, e.g. a
-	// control-plane name the API server certificate uses.
+	// ExtraHosts are written to the hosts file once discovery has verified
+	// the cluster, e.g. a control-plane name the API server certificate and
+	// cluster-info use; discovery itself resolves apiServerEndpoint's host
+	// with them.
 	ExtraHosts []corev1.HostAlias `json:"extraHosts,omitempty"`
 	// CRISocket is the container runtime endpoint.
 	CRISocket string `json:"criSocket,omitempty"`
@@ -175,9 +177,9 @@ func ReadFile(path string) ([]byte, error) {
 // SeedKeys are the keys a join seed disc may set: where and how to join
 // (endpoint, token, CA pins), how the Node registers (name, labels, which
 // the API server's NodeRestriction limits anyway, taints), kubeadm checks
-// to downgrade to warnings, how long to wait, and hosts entries for the
-// API server's own address. Everything else decides what runs as root or
-// SYSTEM on the node (kubeadmPath, kubeletPath, kubeletExtraArgs,
+// to downgrade to warnings, how long to wait, and hosts entries giving the
+// API server's own names its address. Everything else decides what runs as
+// root or SYSTEM on the node (kubeadmPath, kubeletPath, kubeletExtraArgs,
 // criSocket) or what the node trusts (unsafeSkipCAVerification, hosts
 // entries sending names elsewhere): only the image or root may set it.
 var SeedKeys = []string{"apiVersion", "kind", "apiServerEndpoint", "token", "caCertHashes", "nodeName",
@@ -189,8 +191,10 @@ var ErrImageOnly = errors.New("only the image may set it")
 // MergeSeed merges the configuration of a join seed disc, which anyone who
 // can attach a disc to the machine can write: it may set SeedKeys only;
 // when the image pins the cluster CA (caCertHashes), the seed's pins must
-// be among the image's; and its extraHosts may only name the address of
-// apiServerEndpoint. Every problem is reported, naming its key.
+// be among the image's; and its extraHosts may only give the address of
+// apiServerEndpoint to the names the image uses for its API server (its
+// apiServerEndpoint's host name, its own extraHosts). Every problem is
+// reported, naming its key.
 func (c *Config) MergeSeed(source string, data []byte) error {
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("%s: %w", source, ErrTooLarge)
@@ -220,17 +224,51 @@ func (c *Config) MergeSeed(source string, data []byte) error {
 	}
 	endpoint := orDefault(seed.APIServerEndpoint, c.APIServerEndpoint)
 	host, _, _ := net.SplitHostPort(endpoint)
+	names := c.seedHostnames()
 	for i, h := range seed.ExtraHosts {
 		if host == "" || net.ParseIP(host) == nil || !net.ParseIP(host).Equal(net.ParseIP(h.IP)) {
 			errs = append(errs, fmt.Errorf("%s: extraHosts[%d]: %s is not the API server's address (apiServerEndpoint %s): "+
 				"a join seed disc may only add names for that address, %w for others: set them in the image or pass --config as root",
 				source, i, h.IP, endpoint, ErrImageOnly))
 		}
+		// The address alone proves nothing: a seed that also sets
+		// apiServerEndpoint chooses it, and could give it any name
+		// (registry.k8s.io). Only the names the image already uses for
+		// its API server may point there.
+		for j, name := range h.Hostnames {
+			if !slices.Contains(names, strings.ToLower(name)) {
+				allowed := "none: the image names its API server by no host name"
+				if len(names) > 0 {
+					allowed = strings.Join(names, ", ")
+				}
+				errs = append(errs, fmt.Errorf("%s: extraHosts[%d].hostnames[%d]: %q is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (%s): "+
+					"a join seed disc may only give the API server's own name its address, %w for other names: set them in the image or pass --config as root",
+					source, i, j, name, allowed, ErrImageOnly))
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	return c.Merge(source, data)
+}
+
+// seedHostnames are the host names a join seed disc may give an address
+// (lowercased): the host name of the image's apiServerEndpoint and the
+// names the image's extraHosts list.
+func (c *Config) seedHostnames() []string {
+	var names []string
+	if host, _, err := net.SplitHostPort(c.APIServerEndpoint); err == nil && host != "" && net.ParseIP(host) == nil {
+		names = append(names, strings.ToLower(host))
+	}
+	for _, h := range c.ExtraHosts {
+		for _, name := range h.Hostnames {
+			if n := strings.ToLower(name); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 func orDefault(s, def string) string {

@@ -157,6 +157,7 @@ const testToken = "abcdef.0123456789abcdef"
 // what the node trusts.
 func TestSeedMayNotSetImageOnlyKeys(t *testing.T) {
 	c := config.New()
+	require.NoError(t, c.Merge("image", []byte("apiServerEndpoint: kind-control-plane:6443\n")))
 	err := c.MergeSeed("/dev/sr0:joiner.yaml", []byte(`
 apiServerEndpoint: 10.0.2.2:6443
 token: `+testToken+`
@@ -218,7 +219,49 @@ extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}, {ip: 203.0.113.7, hostnames: [regi
 `))
 	require.ErrorIs(t, err, config.ErrImageOnly)
 	assert.Contains(t, err.Error(), "seed: extraHosts[1]: 203.0.113.7 is not the API server's address (apiServerEndpoint 10.0.2.2:6443)")
-	assert.NotContains(t, err.Error(), "extraHosts[0]")
+	assert.NotContains(t, err.Error(), "extraHosts[0]:", "the address of entry 0 is the API server's")
+}
+
+// A seed that sets the API server's address chooses that address: it may
+// give it only the names the image already uses for its API server, not
+// any name (every pull from registry.k8s.io would go to the seed's host).
+func TestSeedHostsEntriesOnlyForTheAPIServersNames(t *testing.T) {
+	for name, c := range map[string]struct {
+		image, seed string
+		err         string // "": accepted
+	}{
+		"the image's endpoint name": {
+			image: "apiServerEndpoint: cp.lab:6443\n",
+			seed:  "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 10.0.2.2, hostnames: [CP.lab]}]\n",
+		},
+		"a name the image's extraHosts lists": {
+			image: "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 192.168.122.1, hostnames: [kind-control-plane]}]\n",
+			seed:  "apiServerEndpoint: 192.168.122.7:6443\nextraHosts: [{ip: 192.168.122.7, hostnames: [kind-control-plane]}]\n",
+		},
+		"any other name": {
+			image: "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [\"sha256:" + sixtyFour + "\"]\n",
+			seed:  "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab, registry.k8s.io]}]\n",
+			err:   `seed: extraHosts[0].hostnames[1]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab)`,
+		},
+		"an image that names no host": {
+			image: "apiServerEndpoint: 10.0.2.2:6443\n",
+			seed:  "extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}]\n",
+			err:   `seed: extraHosts[0].hostnames[0]: "cp" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (none: the image names its API server by no host name)`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.New()
+			require.NoError(t, cfg.Merge("image", []byte(c.image)))
+			err := cfg.MergeSeed("seed", []byte(c.seed))
+			if c.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, config.ErrImageOnly)
+			assert.Contains(t, err.Error(), c.err)
+			assert.NotContains(t, err.Error(), "hostnames[0]: \"cp.lab\"", "the image's own name is accepted")
+		})
+	}
 }
 
 func TestConfigFilesAreBounded(t *testing.T) {

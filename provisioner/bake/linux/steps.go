@@ -463,12 +463,40 @@ ExecStart=/usr/bin/ssh-keygen -A
 WantedBy=multi-user.target
 `, "systemctl daemon-reload; systemctl enable -q kubenode-ssh-hostkeys.service")
 	linuxLockAccount(s, p.LockAccount)
+	linuxRemoveInstallerProxy(s)
 	s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")
 	s.line("if command -v apt-get >/dev/null; then apt-get clean; fi")
 	s.line("find /var/log -type f \\( -name '*.gz' -o -name '*.[0-9]' \\) -delete")
 	s.line("find /var/log -type f -exec truncate -s 0 {} +")
 	s.line("echo 'ok: logs truncated'")
 	return s.bytes()
+}
+
+// The apt configuration the OS installers write from the builder's
+// `linux { http_proxy }`: curtin's (autoinstall's proxy) and cloud-init's
+// (apt: proxy) drop-ins, and the Acquire::http::Proxy line d-i's apt-setup
+// adds to apt.conf for mirror/http/proxy. All are mode 0644.
+const (
+	linuxAptConf            = "/etc/apt/apt.conf"
+	linuxCurtinAptProxy     = "/etc/apt/apt.conf.d/90curtin-aptproxy"
+	linuxCloudInitAptProxy  = "/etc/apt/apt.conf.d/90cloud-init-aptproxy"
+	linuxAptProxyLineRegexp = `^[[:space:]]*Acquire::https?::Proxy([[:space:]"]|::)`
+)
+
+// linuxRemoveInstallerProxy removes the installer's proxy from the image:
+// it is meant for the OS install only (the bake's own http_proxy lives in
+// containerd's drop-in), and the URL may hold credentials that every clone
+// would otherwise keep in world-readable files. Only the proxy lines of
+// apt.conf go, whatever else it holds stays; an apt.conf left empty goes.
+func linuxRemoveInstallerProxy(s *sh) {
+	for _, f := range []string{linuxCurtinAptProxy, linuxCloudInitAptProxy} {
+		s.line("if [ -e %s ]; then rm -f %s; echo %s; fi", f, f, q("changed: "+f+" removed (the installer's proxy)"))
+	}
+	s.line("if [ -f %s ] && grep -Eqi '%s' %s; then", linuxAptConf, linuxAptProxyLineRegexp, linuxAptConf)
+	s.line("  sed -E -i '/%s/Id' %s", linuxAptProxyLineRegexp, linuxAptConf)
+	s.line("  echo %s", q("changed: Acquire::http(s)::Proxy removed from "+linuxAptConf+" (the installer's proxy)"))
+	s.line("  if ! grep -q '[^[:space:]]' %s; then rm -f %s; echo %s; fi", linuxAptConf, linuxAptConf, q("changed: "+linuxAptConf+" removed (empty)"))
+	s.line("fi")
 }
 
 // Where generalize leaves the build account's lock.

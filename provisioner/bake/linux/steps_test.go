@@ -307,3 +307,76 @@ func TestLinuxKubeVersionCheck(t *testing.T) {
 	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubelet' --version")
 	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubeadm' version -o short")
 }
+
+// generalize removes the proxy the OS installer wrote into apt's
+// configuration, run against a temporary /etc: curtin's and cloud-init's
+// drop-ins go, apt.conf loses only its Acquire::http(s)::Proxy lines (and
+// goes when nothing else is left); each removal is printed.
+func TestGeneralizeRemovesTheInstallerProxy(t *testing.T) {
+	const proxy = `"http://user:secret@proxy.example.com:3128/";`
+	for name, c := range map[string]struct {
+		files   map[string]string // under /etc/apt, before
+		want    map[string]string // after; a file not named here is gone
+		printed []string
+	}{
+		"autoinstall": {
+			files:   map[string]string{"apt.conf.d/90curtin-aptproxy": "Acquire::http::Proxy " + proxy + "\nAcquire::https::Proxy " + proxy + "\n", "apt.conf.d/50other": "APT::Install-Recommends \"0\";\n"},
+			want:    map[string]string{"apt.conf.d/50other": "APT::Install-Recommends \"0\";\n"},
+			printed: []string{"changed: /etc/apt/apt.conf.d/90curtin-aptproxy removed (the installer's proxy)"},
+		},
+		"cloud-init": {
+			files:   map[string]string{"apt.conf.d/90cloud-init-aptproxy": "Acquire::http::Proxy " + proxy + "\n"},
+			printed: []string{"changed: /etc/apt/apt.conf.d/90cloud-init-aptproxy removed (the installer's proxy)"},
+		},
+		"preseed, apt.conf with other settings": {
+			files:   map[string]string{"apt.conf": "APT::Get::Assume-Yes \"true\";\nAcquire::http::Proxy " + proxy + "\n  acquire::HTTPS::proxy " + proxy + "\nAcquire::http::Proxy::deb.example.com \"DIRECT\";\nAcquire::http::Timeout \"30\";\n"},
+			want:    map[string]string{"apt.conf": "APT::Get::Assume-Yes \"true\";\nAcquire::http::Timeout \"30\";\n"},
+			printed: []string{"changed: Acquire::http(s)::Proxy removed from /etc/apt/apt.conf (the installer's proxy)"},
+		},
+		"preseed, apt.conf with the proxy only": {
+			files:   map[string]string{"apt.conf": "Acquire::http::Proxy " + proxy + "\n"},
+			printed: []string{"changed: Acquire::http(s)::Proxy removed from /etc/apt/apt.conf", "changed: /etc/apt/apt.conf removed (empty)"},
+		},
+		"no proxy": {
+			files: map[string]string{"apt.conf": "Acquire::http::ProxyAutoDetect \"/usr/bin/detect\";\n"},
+			want:  map[string]string{"apt.conf": "Acquire::http::ProxyAutoDetect \"/usr/bin/detect\";\n"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			apt := filepath.Join(t.TempDir(), "etc", "apt")
+			require.NoError(t, os.MkdirAll(filepath.Join(apt, "apt.conf.d"), 0o755))
+			for f, data := range c.files {
+				require.NoError(t, os.WriteFile(filepath.Join(apt, f), []byte(data), 0o644))
+			}
+			s := newSh("test")
+			linuxRemoveInstallerProxy(s)
+			script := strings.ReplaceAll(string(s.bytes()), "/etc/apt/", apt+"/")
+			require.NotContains(t, script, " /etc/", "every path was redirected")
+			out, err := exec.Command("sh", "-c", script).CombinedOutput()
+			require.NoError(t, err, string(out))
+			got := map[string]string{}
+			require.NoError(t, filepath.WalkDir(apt, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					data, _ := os.ReadFile(p)
+					rel, _ := filepath.Rel(apt, p)
+					got[rel] = string(data)
+				}
+				return err
+			}))
+			want := c.want
+			if want == nil {
+				want = map[string]string{}
+			}
+			assert.Equal(t, want, got)
+			printed := strings.ReplaceAll(string(out), apt+"/", "/etc/apt/")
+			for _, p := range c.printed {
+				assert.Contains(t, printed, p)
+			}
+			if c.printed == nil {
+				assert.NotContains(t, printed, "changed: ")
+			}
+			assert.NotContains(t, printed, "secret", "the credentials are not printed")
+		})
+	}
+	assert.Contains(t, string(linuxGeneralize(testPlan())), "rm -f "+linuxCurtinAptProxy, "generalize does it")
+}

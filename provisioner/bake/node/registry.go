@@ -17,11 +17,13 @@ const (
 // RegistryHost is one registry_mirrors entry with its CA certificates read
 // from ca_file.
 type RegistryHost struct {
-	// Registry, Endpoints, SkipVerify and OverridePath are the entry's.
+	// Registry, Endpoints, SkipVerify, OverridePath and AllowResolve are
+	// the entry's.
 	Registry     string
 	Endpoints    []string
 	SkipVerify   bool
 	OverridePath bool
+	AllowResolve bool
 	// CA is ca_file's content; empty: none.
 	CA string
 }
@@ -49,10 +51,27 @@ func upstream(registry string) string {
 	return "https://" + registry
 }
 
+// Unverified reports whether an endpoint's answers are not authenticated:
+// plain http://, or TLS with skip_verify.
+func Unverified(endpoint string, skipVerify bool) bool {
+	return skipVerify || strings.HasPrefix(strings.ToLower(endpoint), "http://")
+}
+
+// Capabilities is what containerd trusts an endpoint with: pulls by digest
+// (checked against the digest whatever answers) and tag resolution, which
+// only an authenticated endpoint, or one the entry's allow_resolve vouches
+// for, gets: an unauthenticated answer to a tag could name any image.
+func Capabilities(m RegistryHost, endpoint string) []string {
+	if Unverified(endpoint, m.SkipVerify) && !m.AllowResolve {
+		return []string{"pull"}
+	}
+	return []string{"pull", "resolve"}
+}
+
 // HostsTOML renders a registry's hosts.toml: the registry as its server,
-// then each mirror as a host trusted to pull and resolve tags (a private
-// mirror, in containerd's table), with the CA file at caPathInGuest ("":
-// none), skip_verify and override_path.
+// then each mirror as a host trusted to pull, and to resolve tags when
+// Capabilities allows it (a private mirror, in containerd's table), with
+// the CA file at caPathInGuest ("": none), skip_verify and override_path.
 func HostsTOML(m RegistryHost, caPathInGuest string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s the registry host configuration of %s, which containerd reads from its config_path.\n", HostsHeader, m.Registry)
@@ -60,7 +79,11 @@ func HostsTOML(m RegistryHost, caPathInGuest string) string {
 		fmt.Fprintf(&b, "server = %s\n", TOMLBasic(s))
 	}
 	for _, e := range m.Endpoints {
-		fmt.Fprintf(&b, "\n[host.%s]\n  capabilities = [\"pull\", \"resolve\"]\n", TOMLBasic(e))
+		caps := Capabilities(m, e)
+		for i, c := range caps {
+			caps[i] = TOMLBasic(c)
+		}
+		fmt.Fprintf(&b, "\n[host.%s]\n  capabilities = [%s]\n", TOMLBasic(e), strings.Join(caps, ", "))
 		if caPathInGuest != "" {
 			fmt.Fprintf(&b, "  ca = %s\n", TOMLBasic(caPathInGuest))
 		}

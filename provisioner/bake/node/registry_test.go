@@ -10,7 +10,8 @@ import (
 
 // The hosts.toml goldens: the registry's upstream as server (Docker Hub's
 // API host for docker.io, none for _default), each mirror a host trusted
-// to pull and resolve.
+// to pull, and to resolve tags when its answers are authenticated (https
+// without skip_verify) or allow_resolve is set.
 func TestHostsTOMLGolden(t *testing.T) {
 	for name, c := range map[string]struct {
 		m  RegistryHost
@@ -20,6 +21,7 @@ func TestHostsTOMLGolden(t *testing.T) {
 		"two-mirrors-ca":  {RegistryHost{Registry: "docker.io", Endpoints: []string{"https://mirror-a.example.com", "http://10.0.2.2:5000/v2/dockerhub"}, OverridePath: true}, "/etc/containerd/certs.d/docker.io/ca.crt"},
 		"skip-verify":     {RegistryHost{Registry: "registry.example.com:5000", Endpoints: []string{"https://mirror.example.com:8443"}, SkipVerify: true}, ""},
 		"default":         {RegistryHost{Registry: "_default", Endpoints: []string{"https://all.example.com"}}, ""},
+		"allow-resolve":   {RegistryHost{Registry: "registry.kubenode.test", Endpoints: []string{"http://10.0.2.2:5000"}, AllowResolve: true}, ""},
 		"windows-ca-path": {RegistryHost{Registry: "ghcr.io", Endpoints: []string{"https://mirror.example.com"}}, `C:\Program Files\containerd\certs.d\ghcr.io\ca.crt`},
 	} {
 		t.Run(name, func(t *testing.T) { golden.Assert(t, "registry/"+name+".toml", []byte(HostsTOML(c.m, c.ca))) })

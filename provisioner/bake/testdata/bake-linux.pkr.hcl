@@ -93,10 +93,12 @@ build {
       endpoints = ["http://10.0.2.2:5000"]
     }
     # No DNS name answers for registry.kubenode.test: pull_images comes
-    # through its mirror or not at all.
+    # through its mirror or not at all, tag included (allow_resolve: the
+    # mirror is plain HTTP on the build host).
     registry_mirrors {
-      registry  = "registry.kubenode.test"
-      endpoints = [var.mirror_endpoint]
+      registry      = "registry.kubenode.test"
+      endpoints     = [var.mirror_endpoint]
+      allow_resolve = true
     }
     pull_images = var.pull_images
     dynamic "images" {
@@ -127,10 +129,12 @@ build {
       endpoints = ["http://10.0.2.2:5000"]
     }
     # No DNS name answers for registry.kubenode.test: pull_images comes
-    # through its mirror or not at all.
+    # through its mirror or not at all, tag included (allow_resolve: the
+    # mirror is plain HTTP on the build host).
     registry_mirrors {
-      registry  = "registry.kubenode.test"
-      endpoints = [var.mirror_endpoint]
+      registry      = "registry.kubenode.test"
+      endpoints     = [var.mirror_endpoint]
+      allow_resolve = true
     }
     pull_images = var.pull_images
     dynamic "images" {
