@@ -51,6 +51,9 @@ func (l *Lab) runJobs(ctx context.Context) error {
 	// first boot (cloud-init), and say how it ended.
 	for _, n := range l.Nodes {
 		if status, err := n.CloudInit(ctx, 5*time.Minute); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: no verdict on cloud-init
+			}
 			l.say("warning: %v; cloud-init status --long says:\n%s", err, status)
 		} else {
 			l.say("node %s: cloud-init: %s", n.Name, strings.SplitN(strings.TrimSpace(status), "\n", 2)[0])
