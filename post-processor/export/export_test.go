@@ -12,6 +12,7 @@ import (
 	"time"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,10 @@ import (
 type fakeArtifact struct {
 	files []string
 	facts string // JSON of libvirt.ImageFacts, as the builder publishes it
+	// hcp is its HCP Packer metadata as msgpack decodes it over RPC.
+	hcp map[interface{}]interface{}
+	// destroyed counts Destroy calls.
+	destroyed int
 }
 
 func (a *fakeArtifact) BuilderId() string { return "kubenode.libvirt" }
@@ -34,9 +39,12 @@ func (a *fakeArtifact) State(name string) interface{} {
 	if name == libvirt.FactsKey && a.facts != "" {
 		return a.facts
 	}
+	if name == image.ArtifactStateURI && a.hcp != nil {
+		return a.hcp
+	}
 	return nil
 }
-func (a *fakeArtifact) Destroy() error { return nil }
+func (a *fakeArtifact) Destroy() error { a.destroyed++; return nil }
 
 func requireTool(t *testing.T, name string) {
 	t.Helper()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	registryimage "github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
+	"github.com/mitchellh/mapstructure"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
@@ -117,17 +119,40 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		m.Baked = &rec.Facts
 		m.OS = m.OS.reported(rec.OS)
 	}
+	a := &Artifact{dir: dir, manifest: m, source: sourceID(in, src, dir, outputs)}
 	if c.UploadPool != "" {
 		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {
 			return nil, true, true, err
 		}
+		a.volume = &uploadedVolume{uri: c.UploadURI, pool: c.UploadPool, name: c.uploadVolumeName(outputs[0])}
 	}
 	mf, err := writeManifest(dir, m)
 	if err != nil {
 		return nil, true, true, fmt.Errorf("writing %s: %w", ManifestFile, err)
 	}
 	ui.Say("Wrote " + mf)
-	return &Artifact{dir: dir, files: append(files, mf), manifest: m}, true, true, nil
+	a.files = append(files, mf)
+	return a, true, true, nil
+}
+
+// sourceID is what HCP Packer records the outputs as made from: the
+// input's disk image, or what the input was made from when an output
+// replaced that file (the default output_directory and name do).
+func sourceID(in packersdk.Artifact, src, dir string, outputs []Output) string {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		abs = src
+	}
+	for _, out := range outputs {
+		if o, err := filepath.Abs(filepath.Join(dir, out.File)); err == nil && o == abs {
+			var images []registryimage.Image
+			if mapstructure.WeakDecode(in.State(registryimage.ArtifactStateURI), &images) != nil || len(images) == 0 {
+				return ""
+			}
+			return images[0].SourceImageID
+		}
+	}
+	return abs
 }
 
 // diskImage picks the disk image among an artifact's files.
