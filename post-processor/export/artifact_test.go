@@ -81,3 +81,45 @@ func TestExportedImagesNameTheirSource(t *testing.T) {
 		assert.Equal(t, "/images/debian-12-base.qcow2", got[0].SourceImageID)
 	})
 }
+
+// packerKeeps is Packer core's decision on the input artifact after a
+// post-processor (packer/build.go, PostProcessor run loop): the
+// post-processor's keep unless the template sets keep_input_artifact, and
+// the template's false ignored when the post-processor forces its keep.
+func packerKeeps(keep, force bool, keepInputArtifact *bool) bool {
+	if keepInputArtifact == nil || (keep && !*keepInputArtifact && force) {
+		return keep
+	}
+	return *keepInputArtifact
+}
+
+func TestKeepInputArtifact(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "output-debian")
+	require.NoError(t, os.Mkdir(in, 0o755))
+	src := sourceImage(t, in)
+	no, yes := false, true
+	for _, tc := range []struct {
+		name              string
+		outputDir         string // "" for the default, the input's directory
+		keepInputArtifact *bool
+		kept              bool
+	}{
+		{"unset: kept", filepath.Join(dir, "images"), nil, true},
+		{"true: kept", filepath.Join(dir, "images"), &yes, true},
+		{"false: removed", filepath.Join(dir, "images"), &no, false},
+		{"false, a directory whose name starts like the input's: removed", in + "-images", &no, false},
+		{"false, outputs in the input's directory: kept, removing it would remove them", "", &no, true},
+		{"false, outputs below the input's directory: kept", filepath.Join(in, "images"), &no, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &PostProcessor{}
+			require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"raw"}, "output_directory": tc.outputDir}))
+			ui, log := uiForTest()
+			_, keep, force, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src, filepath.Join(in, "serial.log")}})
+			require.NoError(t, err, log.String())
+			assert.True(t, keep, "kept by default")
+			assert.Equal(t, tc.kept, packerKeeps(keep, force, tc.keepInputArtifact))
+		})
+	}
+}

@@ -27,8 +27,6 @@ type fakeArtifact struct {
 	facts string // JSON of libvirt.ImageFacts, as the builder publishes it
 	// hcp is its HCP Packer metadata as msgpack decodes it over RPC.
 	hcp map[interface{}]interface{}
-	// destroyed counts Destroy calls.
-	destroyed int
 }
 
 func (a *fakeArtifact) BuilderId() string { return "kubenode.libvirt" }
@@ -44,7 +42,7 @@ func (a *fakeArtifact) State(name string) interface{} {
 	}
 	return nil
 }
-func (a *fakeArtifact) Destroy() error { a.destroyed++; return nil }
+func (a *fakeArtifact) Destroy() error { return nil }
 
 func requireTool(t *testing.T, name string) {
 	t.Helper()
@@ -86,7 +84,7 @@ func TestExportEveryFormat(t *testing.T) {
 	ui, log := uiForTest()
 	a, keep, force, err := p.PostProcess(context.Background(), ui, in)
 	require.NoError(t, err, log.String())
-	assert.True(t, keep && force, "the input is kept: outputs may share its directory")
+	assert.True(t, keep && force, "the outputs are inside the input's directory: the input is kept")
 	assert.Contains(t, log.String(), "node.qcow2: 100%", "qemu-img progress reaches the UI")
 
 	for format, file := range map[string]string{"qcow2": "node.qcow2", "raw": "node.raw", "vmdk": "node.vmdk", "vhdx": "node.vhdx"} {

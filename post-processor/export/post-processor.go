@@ -38,8 +38,10 @@ func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMap
 func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.Prepare(raws...) }
 
 // PostProcess writes every format of the input's disk image. The input
-// artifact is always kept: the outputs may share its directory, which
-// destroying it would remove.
+// artifact is kept unless the template says keep_input_artifact = false,
+// which Packer applies to the keep this returns. Builders destroy their
+// artifact by removing its directory, so when the outputs are in that
+// directory the input is kept whatever the template says (forceOverride).
 func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in packersdk.Artifact) (packersdk.Artifact, bool, bool, error) {
 	c := &p.config
 	src, err := diskImage(in.Files())
@@ -132,7 +134,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	}
 	ui.Say("Wrote " + mf)
 	a.files = append(files, mf)
-	return a, true, true, nil
+	return a, true, insideInput(in, dir), nil
 }
 
 // sourceID is what HCP Packer records the outputs as made from: the
@@ -153,6 +155,25 @@ func sourceID(in packersdk.Artifact, src, dir string, outputs []Output) string {
 		}
 	}
 	return abs
+}
+
+// insideInput says whether dir is, or is inside, the directory of one of
+// the input's files: destroying the input would remove it.
+func insideInput(in packersdk.Artifact, dir string) bool {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return true
+	}
+	for _, f := range in.Files() {
+		d, err := filepath.Abs(filepath.Dir(f))
+		if err != nil {
+			return true
+		}
+		if rel, err := filepath.Rel(d, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 // diskImage picks the disk image among an artifact's files.
