@@ -6,6 +6,9 @@ integration {
   name        = "kubenode"
   description = "Builds Kubernetes node images (Windows Server and Linux) on QEMU through libvirt; the nodes join a kubeadm cluster on their first boot."
   identifier  = "packer/kubenode/kubenode"
+  # Both artifacts answer State("par.artifact.metadata") with HCP Packer
+  # image metadata (builder/libvirt/artifact.go, post-processor/export/artifact.go).
+  flags       = ["hcp-ready"]
   component {
     type = "builder"
     name = "kubenode-libvirt"

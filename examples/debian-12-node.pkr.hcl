@@ -13,6 +13,8 @@
 #     -var joiner=dist/kubenode-joiner \
 #     examples/debian-12-node.pkr.hcl
 packer {
+  required_version = ">= 1.16.0"
+
   required_plugins {
     kubenode = {
       source  = "github.com/kubenode/kubenode"

@@ -3,6 +3,8 @@
 #   packer init examples/debian-12.pkr.hcl
 #   packer build -var base_disk=/path/to/debian-12.qcow2 examples/debian-12.pkr.hcl
 packer {
+  required_version = ">= 1.16.0"
+
   required_plugins {
     kubenode = {
       source  = "github.com/kubenode/kubenode"

@@ -19,6 +19,8 @@
 # -var iso_checksum=sha256:... for another point release or a local copy.
 # The install takes minutes under KVM and well over half an hour under TCG.
 packer {
+  required_version = ">= 1.16.0"
+
   required_plugins {
     kubenode = {
       source  = "github.com/kubenode/kubenode"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `packer validate` every examples/*.pkr.hcl with the real packer and this
-# plugin (installed into a private plugin directory). Templates that need
+# `packer fmt -check` every template (examples/ and the tests' testdata/),
+# then `packer validate` every examples/*.pkr.hcl with the real packer and
+# this plugin (installed into a private plugin directory). Templates that need
 # local files get stand-ins, passed only for the variables they declare:
 # validation checks that the files exist, never reads them.
 #
@@ -25,6 +26,18 @@ export PACKER_PLUGIN_PATH=$tmp/plugins PACKER_CHECKPOINT_DISABLE=1
 "$packer" plugins install --path "$plugin" github.com/kubenode/kubenode >/dev/null
 
 status=0
+# packer fmt -check prints the files it would change; -diff shows how.
+# `packer fmt -write` on them (or the directory) fixes them.
+cd "$ROOT"
+mapfile -t templates < <(find examples -name '*.pkr.hcl'; find . -path ./examples -prune -o -path '*/testdata/*' -name '*.pkr.hcl' -print | sed 's|^\./||' | sort)
+echo "packer fmt -check -diff (${#templates[@]} templates)"
+for f in "${templates[@]}"; do
+  if ! "$packer" fmt -check -diff "$f"; then
+    echo "FAILED: $f is not formatted: run packer fmt $f"
+    status=1
+  fi
+done
+
 for f in "$ROOT"/examples/*.pkr.hcl; do
   vars=()
   for v in "${!standin[@]}"; do

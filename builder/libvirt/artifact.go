@@ -4,7 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+
+	registryimage "github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // FactsKey is the artifact state key under which the builder publishes
@@ -47,7 +52,21 @@ type Artifact struct {
 	// StateData carries what later components need (kubenode-export,
 	// kubenode-bake): see generatedData.
 	StateData map[string]interface{}
+	// uri is libvirt_uri, where a kept volume lives.
+	uri string
+	// source is disk_image (an absolute path or a URL), "" after an install
+	// from ISO.
+	source string
+	// labels describe the image to HCP Packer (imageLabels).
+	labels map[string]string
 }
+
+// Providers of the images reported to HCP Packer: an image file is a QEMU
+// disk image; a kept volume lives in a libvirt storage pool.
+const (
+	ProviderQEMU    = "qemu"
+	ProviderLibvirt = "libvirt"
+)
 
 func (*Artifact) BuilderId() string { return BuilderID }
 
@@ -70,7 +89,73 @@ func (a *Artifact) String() string {
 	return fmt.Sprintf("Disk image in %s: %s", a.dir, strings.Join(a.files, ", "))
 }
 
-func (a *Artifact) State(name string) interface{} { return a.StateData[name] }
+func (a *Artifact) State(name string) interface{} {
+	if name == registryimage.ArtifactStateURI {
+		return a.registryImage()
+	}
+	return a.StateData[name]
+}
+
+// registryImage is the image as HCP Packer records it: a file by its
+// absolute path (region: its directory, as Packer's file builder does), a
+// kept volume as pool/volume (region: the libvirt URI). nil when the build
+// left no image.
+func (a *Artifact) registryImage() *registryimage.Image {
+	img := &registryimage.Image{SourceImageID: a.source, Labels: map[string]string{}}
+	for k, v := range a.labels {
+		img.Labels[k] = v
+	}
+	switch {
+	case a.volume != "":
+		img.ProviderName, img.ProviderRegion, img.ImageID = ProviderLibvirt, a.uri, a.Id()
+	case len(a.files) > 0:
+		img.ProviderName, img.ImageID = ProviderQEMU, absPath(a.files[0])
+		img.ProviderRegion = filepath.Dir(img.ImageID)
+	default:
+		return nil
+	}
+	img.Labels["format"] = "qcow2"
+	return img
+}
+
+// imageLabels are the HCP Packer labels of an image: what the builder was
+// configured with and, when kubenode-bake ran, what the guest reported and
+// the Kubernetes version baked in. Empty values are left out.
+func imageLabels(f ImageFacts, rec *baked.Record) map[string]string {
+	l := map[string]string{
+		"os_family":   f.OSFamily,
+		"os_version":  f.OSVersion,
+		"os_edition":  f.OSEdition,
+		"seed_flavor": f.SeedFlavor,
+		"firmware":    f.Firmware,
+	}
+	if rec != nil {
+		l["os_id"], l["os_name"], l["os_build"] = rec.OS.ID, rec.OS.Name, rec.OS.Build
+		if rec.OS.Version != "" {
+			l["os_version"] = rec.OS.Version
+		}
+		l["kubernetes_version"] = rec.Facts.Kubernetes
+		l["containerd_version"] = rec.Facts.Containerd
+	}
+	for k, v := range l {
+		if v == "" {
+			delete(l, k)
+		}
+	}
+	return l
+}
+
+// absPath is p made absolute against the working directory packer runs
+// in; p itself if that fails or p is a URL.
+func absPath(p string) string {
+	if strings.Contains(p, "://") || strings.Contains(p, "::") {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
 
 // Destroy removes the files (a kept volume is the user's to delete).
 func (a *Artifact) Destroy() error {

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/packerbuilderdata"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // Builder is the kubenode-libvirt builder.
@@ -76,10 +78,22 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	if err != nil {
 		return nil, err
 	}
+	// The bake, when one ran, left its record for kubenode-export, which
+	// takes it later: read it now for the image's labels.
+	rec, err := baked.Read(c.PackerBuildName)
+	if err != nil {
+		ui.Error(fmt.Sprintf("The image's HCP Packer labels lack what kubenode-bake installed: %v", err))
+	}
 	a := &Artifact{dir: c.OutputDir, StateData: map[string]interface{}{
 		"generated_data": state.Get("generated_data"),
 		FactsKey:         string(facts),
-	}}
+	}, uri: c.LibvirtURI, labels: imageLabels(c.imageFacts(), rec)}
+	switch {
+	case c.diskImageFromISOURL() && len(c.ISOUrls) > 0:
+		a.source = absPath(c.ISOUrls[0])
+	case c.DiskImage != "" && !c.diskImageFromISOURL():
+		a.source = absPath(c.DiskImage)
+	}
 	if v, ok := state.GetOk(stateExportVol); ok {
 		a.pool, a.volume, a.dir = state.Get(statePool).(string), v.(string), ""
 	}

@@ -83,8 +83,10 @@ func Write(build string, r Record) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
-// Take reads and removes the build's record; nil when it was not baked.
-func Take(build string) (*Record, error) {
+// Read returns the build's record without removing it; nil when it was
+// not baked. The builder reads it when its run ends, before the
+// post-processors: the bake ran inside that run.
+func Read(build string) (*Record, error) {
 	path := Path(build)
 	if path == "" {
 		return nil, nil
@@ -96,10 +98,18 @@ func Take(build string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	os.Remove(path)
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// Take reads and removes the build's record; nil when it was not baked.
+func Take(build string) (*Record, error) {
+	r, err := Read(build)
+	if path := Path(build); path != "" {
+		os.Remove(path)
+	}
+	return r, err
 }

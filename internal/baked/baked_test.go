@@ -17,12 +17,18 @@ func TestWriteThenTakeOnce(t *testing.T) {
 	require.NoError(t, Write("kubenode-libvirt.debian/../x", f))
 	assert.NotContains(t, Path("kubenode-libvirt.debian/../x"), "/../", "build names cannot escape the directory")
 
+	read, err := Read("kubenode-libvirt.debian/../x")
+	require.NoError(t, err)
+	assert.Equal(t, &f, read)
 	got, err := Take("kubenode-libvirt.debian/../x")
 	require.NoError(t, err)
 	assert.Equal(t, &f, got)
 	again, err := Take("kubenode-libvirt.debian/../x")
 	require.NoError(t, err)
 	assert.Nil(t, again, "taken once")
+	gone, err := Read("kubenode-libvirt.debian/../x")
+	require.NoError(t, err)
+	assert.Nil(t, gone, "Take removes the record Read leaves")
 
 	other, err := Take("another-build")
 	require.NoError(t, err)

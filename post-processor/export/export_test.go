@@ -12,6 +12,7 @@ import (
 	"time"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,8 @@ import (
 type fakeArtifact struct {
 	files []string
 	facts string // JSON of libvirt.ImageFacts, as the builder publishes it
+	// hcp is its HCP Packer metadata as msgpack decodes it over RPC.
+	hcp map[interface{}]interface{}
 }
 
 func (a *fakeArtifact) BuilderId() string { return "kubenode.libvirt" }
@@ -33,6 +36,9 @@ func (a *fakeArtifact) String() string    { return "" }
 func (a *fakeArtifact) State(name string) interface{} {
 	if name == libvirt.FactsKey && a.facts != "" {
 		return a.facts
+	}
+	if name == image.ArtifactStateURI && a.hcp != nil {
+		return a.hcp
 	}
 	return nil
 }
@@ -78,7 +84,7 @@ func TestExportEveryFormat(t *testing.T) {
 	ui, log := uiForTest()
 	a, keep, force, err := p.PostProcess(context.Background(), ui, in)
 	require.NoError(t, err, log.String())
-	assert.True(t, keep && force, "the input is kept: outputs may share its directory")
+	assert.True(t, keep && force, "the outputs are inside the input's directory: the input is kept")
 	assert.Contains(t, log.String(), "node.qcow2: 100%", "qemu-img progress reaches the UI")
 
 	for format, file := range map[string]string{"qcow2": "node.qcow2", "raw": "node.raw", "vmdk": "node.vmdk", "vhdx": "node.vhdx"} {

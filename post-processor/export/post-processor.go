@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	registryimage "github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
+	"github.com/mitchellh/mapstructure"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
@@ -36,8 +38,10 @@ func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMap
 func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.Prepare(raws...) }
 
 // PostProcess writes every format of the input's disk image. The input
-// artifact is always kept: the outputs may share its directory, which
-// destroying it would remove.
+// artifact is kept unless the template says keep_input_artifact = false,
+// which Packer applies to the keep this returns. Builders destroy their
+// artifact by removing its directory, so when the outputs are in that
+// directory the input is kept whatever the template says (forceOverride).
 func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in packersdk.Artifact) (packersdk.Artifact, bool, bool, error) {
 	c := &p.config
 	src, err := diskImage(in.Files())
@@ -117,17 +121,59 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		m.Baked = &rec.Facts
 		m.OS = m.OS.reported(rec.OS)
 	}
+	a := &Artifact{dir: dir, manifest: m, source: sourceID(in, src, dir, outputs)}
 	if c.UploadPool != "" {
 		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {
 			return nil, true, true, err
 		}
+		a.volume = &uploadedVolume{uri: c.UploadURI, pool: c.UploadPool, name: c.uploadVolumeName(outputs[0])}
 	}
 	mf, err := writeManifest(dir, m)
 	if err != nil {
 		return nil, true, true, fmt.Errorf("writing %s: %w", ManifestFile, err)
 	}
 	ui.Say("Wrote " + mf)
-	return &Artifact{dir: dir, files: append(files, mf), manifest: m}, true, true, nil
+	a.files = append(files, mf)
+	return a, true, insideInput(in, dir), nil
+}
+
+// sourceID is what HCP Packer records the outputs as made from: the
+// input's disk image, or what the input was made from when an output
+// replaced that file (the default output_directory and name do).
+func sourceID(in packersdk.Artifact, src, dir string, outputs []Output) string {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		abs = src
+	}
+	for _, out := range outputs {
+		if o, err := filepath.Abs(filepath.Join(dir, out.File)); err == nil && o == abs {
+			var images []registryimage.Image
+			if mapstructure.WeakDecode(in.State(registryimage.ArtifactStateURI), &images) != nil || len(images) == 0 {
+				return ""
+			}
+			return images[0].SourceImageID
+		}
+	}
+	return abs
+}
+
+// insideInput says whether dir is, or is inside, the directory of one of
+// the input's files: destroying the input would remove it.
+func insideInput(in packersdk.Artifact, dir string) bool {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return true
+	}
+	for _, f := range in.Files() {
+		d, err := filepath.Abs(filepath.Dir(f))
+		if err != nil {
+			return true
+		}
+		if rel, err := filepath.Rel(d, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 // diskImage picks the disk image among an artifact's files.

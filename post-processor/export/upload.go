@@ -27,10 +27,7 @@ const partialSuffix = ".kubenode-partial"
 // so the output is then uploaded again under its name. A failed upload
 // deletes the volume it was writing.
 func upload(ctx context.Context, ui packersdk.Ui, c *Config, path string, out Output) error {
-	name := c.UploadVolume
-	if name == "" {
-		name = out.File
-	}
+	name := c.uploadVolumeName(out)
 	d, err := newDriver(c.UploadURI)
 	if err != nil {
 		return fmt.Errorf("upload_uri: %w", err)
@@ -87,4 +84,12 @@ func uploadInto(ctx context.Context, ui packersdk.Ui, d libvirt.Driver, pool, na
 		return fmt.Errorf("uploading %s into volume %s: %w", filepath.Base(path), name, err)
 	}
 	return nil
+}
+
+// uploadVolumeName is the volume upload_pool receives out as.
+func (c *Config) uploadVolumeName(out Output) string {
+	if c.UploadVolume != "" {
+		return c.UploadVolume
+	}
+	return out.File
 }
