@@ -58,9 +58,9 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 
 	script := stepScript(t, basePlan(t), stepSysprep)
 	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`') -Wait`)
-	// The script itself goes first (it holds the answer file), sysprep last.
-	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "WriteAllText"))
-	assert.Less(t, strings.Index(script, "WriteAllText"), strings.Index(script, "sysprep.exe"))
+	// The script removes itself first, sysprep runs last.
+	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "BuildAccountSid"))
+	assert.Less(t, strings.Index(script, "wevtutil.exe"), strings.Index(script, "sysprep.exe"))
 }
 
 // sysprep must not power Windows off itself: that raced the closer, so the
@@ -153,17 +153,17 @@ func TestWindowsSysprepRemovesTheBuildsFirewallRules(t *testing.T) {
 func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
 	script := stepScript(t, basePlan(t), stepSysprep)
 	for what, want := range map[string]string{
-		"LSA secret DefaultPassword cleared":   "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
-		"LsaStorePrivateData with no data":     "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
-		"autologon off":                        "-Name 'AutoAdminLogon' -Value '0'",
-		"AutoLogonCount and DefaultPassword":   "@('DefaultPassword', 'AutoLogonCount')",
-		"UAC restored":                         "-Name 'EnableLUA' -Value 1",
-		"LocalAccountTokenFilterPolicy gone":   "-Name 'LocalAccountTokenFilterPolicy'",
-		"WinRM and sshd disabled":              "foreach ($name in @('WinRM', 'sshd'))",
-		"leftover Sysprep unattend.xml":        `'C:\Windows\System32\Sysprep\unattend.xml'`,
-		"leftover Panther unattend.xml":        `'C:\Windows\Panther\unattend.xml'`,
-		"first-boot answer file for sysprep":   "WriteAllText('" + windowsFirstBootAnswer + "'",
-		"SetupComplete.cmd for the first boot": "WriteAllText('" + windowsSetupComplete + "'",
+		"LSA secret DefaultPassword cleared":    "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
+		"LsaStorePrivateData with no data":      "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
+		"autologon off":                         "-Name 'AutoAdminLogon' -Value '0'",
+		"AutoLogonCount and DefaultPassword":    "@('DefaultPassword', 'AutoLogonCount')",
+		"UAC restored":                          "-Name 'EnableLUA' -Value 1",
+		"LocalAccountTokenFilterPolicy gone":    "-Name 'LocalAccountTokenFilterPolicy'",
+		"WinRM and sshd disabled":               "foreach ($name in @('WinRM', 'sshd'))",
+		"leftover Sysprep unattend.xml":         `'C:\Windows\System32\Sysprep\unattend.xml'`,
+		"leftover Panther unattend.xml":         `'C:\Windows\Panther\unattend.xml'`,
+		"first-boot files checked":              "'" + windowsFirstBootAnswer + "'\r\n    '" + windowsFirstBootScript + "'\r\n    '" + windowsSetupComplete + "'",
+		"build account recorded for the clones": "-Name 'BuildAccountSid' -PropertyType String -Value $build",
 	} {
 		assert.Contains(t, script, want, what)
 	}
@@ -179,6 +179,11 @@ func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
 		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
 	}
 	assert.True(t, strings.HasSuffix(cmd, "del /f /q \"%~f0\"\r\n"), "it removes itself last")
+	// The first-boot script runs first, then goes with the answer files.
+	run := strings.Index(cmd, windowsFirstBootCommand+"\r\n")
+	require.Greater(t, run, 0)
+	assert.Less(t, run, strings.Index(cmd, "del /f /q"))
+	assert.Contains(t, cmd, `del /f /q "`+windowsFirstBootScript+`"`)
 	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
 }
 
