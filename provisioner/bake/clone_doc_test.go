@@ -31,9 +31,8 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 		windows: []string{"Set-ItemProperty -LiteralPath $winlogon -Name 'AutoAdminLogon' -Value '0'", "foreach ($name in @('DefaultPassword', 'AutoLogonCount'))", "[Kubenode.LsaSecret]::Delete('DefaultPassword')"},
 	},
 	"remote-login": {
-		linux: []string{"rm -f /etc/ssh/ssh_host_*key*", "ExecStart=/usr/bin/ssh-keygen -A", "s/^[[:space:]]*PasswordAuthentication[[:space:]]+yes[[:space:]]*$/PasswordAuthentication no/"},
-		windows: []string{"foreach ($name in @('WinRM', 'sshd'))", "Set-Service -Name $name -StartupType Disabled", `Remove-Item -Path 'WSMan:\localhost\Listener\*'`, `Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $false`, `Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, "Remove-NetFirewallRule -Name $rule", "'kubenode-winrm-http'", "'kubenode-winrm-https'", "'kubenode-sshd'",
-			`'SOFTWARE\Policies\Microsoft\Windows\WinRM\Service'`, "@('AllowBasic', 'AllowUnencryptedTraffic')", `Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log'`},
+		linux:   []string{"rm -f /etc/ssh/ssh_host_*key*", "ExecStart=/usr/bin/ssh-keygen -A", "s/^[[:space:]]*PasswordAuthentication[[:space:]]+yes[[:space:]]*$/PasswordAuthentication no/"},
+		windows: []string{"foreach ($name in @('WinRM', 'sshd'))", "Set-Service -Name $name -StartupType Disabled", `Remove-Item -Path 'WSMan:\localhost\Listener\*'`, `Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $false`, `Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, "Remove-NetFirewallRule -Name $rule", "'kubenode-winrm-http'", "'kubenode-winrm-https'", "'kubenode-sshd'", `'SOFTWARE\Policies\Microsoft\Windows\WinRM\Service'`, "@('AllowBasic', 'AllowUnencryptedTraffic')", `Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log'`},
 	},
 	"ports": {
 		linux:   []string{"ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS"},
