@@ -47,8 +47,9 @@ const (
 	windowsPowerShellLog = "Microsoft-Windows-PowerShell/Operational"
 	// windowsWinRMPolicy is the WinRM service's Group Policy key: its
 	// AllowBasic and AllowUnencryptedTraffic override the service's own
-	// settings, and apply when the service starts (DISA STIG WN16-CC-000520
-	// and WN16-CC-000530 check these values).
+	// settings, and apply when the service starts (the DISA Windows Server
+	// 2016 STIG checks these values: WN16-CC-000530 for Basic, and the
+	// WinRM service's unencrypted-traffic rule).
 	windowsWinRMPolicy = `SOFTWARE\Policies\Microsoft\Windows\WinRM\Service`
 	windowsSysprepLogs = `C:\Windows\System32\Sysprep\Panther`
 	// windowsGeneralized is the image state sysprep /generalize /oobe
