@@ -40,6 +40,7 @@ const (
 	bakeWindows    = bakeDir + "/windows"
 	bakeGuestTest  = bakeDir + "/guesttest"
 	bakeRemote     = bakeDir + "/remote"
+	bakeDeliver    = bakeDir + "/deliver"
 	internalPrefix = "internal/"
 )
 
@@ -56,6 +57,7 @@ func layoutProblems(imports map[string][]string) []string {
 		bakeWindows:   {bakeLinux},
 		bakeNode:      {bakeLinux, bakeWindows, bakeDir},
 		bakeRemote:    {bakeLinux, bakeWindows, bakeDir, bakeNode},
+		bakeDeliver:   {bakeLinux, bakeWindows, bakeDir, bakeNode, bakeRemote},
 		bakeGuestTest: {bakeLinux, bakeWindows, bakeDir},
 	}
 	var problems []string
@@ -101,6 +103,7 @@ func TestLayoutRulesCanFail(t *testing.T) {
 		"the description imports linux":           {bakeNode, bakeLinux},
 		"the description imports windows":         {bakeNode, bakeWindows},
 		"the description imports the Packer part": {bakeNode, bakeDir},
+		"the artifact server imports an OS":       {bakeDeliver, bakeLinux},
 	} {
 		problems := layoutProblems(map[string][]string{bad[0]: {ownModule + bad[1]}})
 		assert.NotEmpty(t, problems, name)

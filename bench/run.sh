@@ -68,3 +68,20 @@ if [ -f e2e.log ] && grep -q 'lab figures:' e2e.log; then
 else
   echo "lab: no figures: run make e2e first (it measures the lab with 1 and 2 nodes)"
 fi
+
+# The Linux bake's artifact transfer, the same files both ways in one
+# build: the first bake's guest downloads them from the bake's server
+# (artifact_delivery = "http"), the second bake uploads them over SSH
+# (artifact_delivery = "communicator"). TestLinuxBakeInATCGGuest in
+# `make integration` runs that build anyway; a second one here would add
+# about nine minutes of TCG boot and bakes for the same figures. Show what
+# this tree's last integration run measured.
+if [ -f integration.log ] && grep -q 'artifact transfer figures:' integration.log; then
+  echo "Linux bake artifact transfer (from this tree's last make integration run, $(date -u -r integration.log +%Y-%m-%dT%H:%MZ); TCG guest, 2 vCPUs):"
+  line=$(grep -o 'artifact transfer figures: .*' integration.log | tail -1)
+  echo "  ${line#artifact transfer figures: }"
+  echo "$line" | awk '{ for (i = 1; i <= NF; i++) { if ($i == "HTTP") h = $(i+1); if ($i == "(SSH)") c = $(i+1) } }
+    END { gsub(/s/, "", h); gsub(/s/, "", c); if (h > 0 && c > 0) printf "  HTTP takes %.2fx the communicator'"'"'s time\n", h / c }'
+else
+  echo "Linux bake artifact transfer: no figures: run make integration first (TestLinuxBakeInATCGGuest measures both ways)"
+fi

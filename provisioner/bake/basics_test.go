@@ -47,7 +47,7 @@ func TestProvisionLinuxSelfCheckFailureListsEveryProblem(t *testing.T) {
 	var se *remote.StepError
 	require.True(t, errors.As(err, &se), "the step's own failure stays reachable")
 	assert.Equal(t, node.StepSelfCheck, se.Step)
-	assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "self-check"}, g.Steps, "nothing runs after the self-check fails")
+	assert.Equal(t, []string{"settle", "verify-artifacts", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "self-check"}, g.Steps, "nothing runs after the self-check fails")
 	assert.Contains(t, ui.Out.String(), "install_crictl = false: crictl is not installed; the self-check asks containerd with `ctr version`")
 
 	// Another step's failure is not a self-check's.

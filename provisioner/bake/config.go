@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
@@ -110,6 +112,25 @@ type Config struct {
 	// Expected sha256 (hex) of artifacts by name. Downloads are checked
 	// against the published checksum files; a value here is checked too.
 	ArtifactChecksums map[string]string `mapstructure:"artifact_checksums"`
+	// How the artifacts reach the guest: `http`, where the guest downloads
+	// them from a server of the bake's own on this machine that listens only
+	// while they are fetched and serves them under a random path;
+	// `communicator`, uploaded over SSH or WinRM (WinRM sends a few KB per
+	// command: minutes per hundred MB). Either way the guest checks each
+	// file's sha256 before anything is installed. Default: `http` when the
+	// guest's address of this machine is known (the builder's
+	// `{{ .HTTPIP }}`, as kubenode-libvirt sets it, or
+	// `artifact_http_ip`), else `communicator`.
+	ArtifactDelivery string `mapstructure:"artifact_delivery"`
+	// The address at which the guest reaches this machine, for `http`
+	// delivery. Default: the builder's `{{ .HTTPIP }}`.
+	ArtifactHTTPIP string `mapstructure:"artifact_http_ip"`
+	// The address the artifact server listens on. Default: 127.0.0.1 when
+	// the guest reaches this machine as QEMU user networking's 10.0.2.2,
+	// else `artifact_http_ip`.
+	ArtifactHTTPBindAddress string `mapstructure:"artifact_http_bind_address"`
+	// The artifact server's TCP port. Default 0: any free port.
+	ArtifactHTTPPort int `mapstructure:"artifact_http_port"`
 	// Directory downloads are cached in. Default: Packer's cache
 	// (`PACKER_CACHE_DIR`, else `packer_cache`).
 	DownloadCacheDir string `mapstructure:"download_cache_dir"`
@@ -322,6 +343,21 @@ func (c *Config) Prepare(raws ...interface{}) error {
 			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
 		}
 		c.ArtifactChecksums[name] = sum
+	}
+	if !slices.Contains([]string{"", deliver.HTTP, deliver.Communicator}, c.ArtifactDelivery) {
+		add("artifact_delivery: %q is not http or communicator", c.ArtifactDelivery)
+	}
+	if c.ArtifactHTTPIP != "" && net.ParseIP(c.ArtifactHTTPIP) == nil {
+		add("artifact_http_ip: %q is not an IP address", c.ArtifactHTTPIP)
+	}
+	if c.ArtifactHTTPBindAddress != "" && net.ParseIP(c.ArtifactHTTPBindAddress) == nil {
+		add("artifact_http_bind_address: %q is not an IP address", c.ArtifactHTTPBindAddress)
+	}
+	if c.ArtifactHTTPPort < 0 || c.ArtifactHTTPPort > 65535 {
+		add("artifact_http_port: %d is not a TCP port (0 for any free port)", c.ArtifactHTTPPort)
+	}
+	if c.ArtifactDelivery == deliver.Communicator && (c.ArtifactHTTPIP != "" || c.ArtifactHTTPBindAddress != "" || c.ArtifactHTTPPort != 0) {
+		add(`artifact_delivery: "communicator" uploads the artifacts, so artifact_http_ip, artifact_http_bind_address and artifact_http_port have nothing to do; remove them or use "http"`)
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.

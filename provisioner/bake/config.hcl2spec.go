@@ -33,6 +33,10 @@ type FlatConfig struct {
 	ArtifactsDir            *string              `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
 	Artifacts               map[string]string    `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
 	ArtifactChecksums       map[string]string    `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
+	ArtifactDelivery        *string              `mapstructure:"artifact_delivery" cty:"artifact_delivery" hcl:"artifact_delivery"`
+	ArtifactHTTPIP          *string              `mapstructure:"artifact_http_ip" cty:"artifact_http_ip" hcl:"artifact_http_ip"`
+	ArtifactHTTPBindAddress *string              `mapstructure:"artifact_http_bind_address" cty:"artifact_http_bind_address" hcl:"artifact_http_bind_address"`
+	ArtifactHTTPPort        *int                 `mapstructure:"artifact_http_port" cty:"artifact_http_port" hcl:"artifact_http_port"`
 	DownloadCacheDir        *string              `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
 	HTTPProxy               *string              `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
 	HTTPSProxy              *string              `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
@@ -89,6 +93,10 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"artifacts_dir":              &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
 		"artifacts":                  &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},
 		"artifact_checksums":         &hcldec.AttrSpec{Name: "artifact_checksums", Type: cty.Map(cty.String), Required: false},
+		"artifact_delivery":          &hcldec.AttrSpec{Name: "artifact_delivery", Type: cty.String, Required: false},
+		"artifact_http_ip":           &hcldec.AttrSpec{Name: "artifact_http_ip", Type: cty.String, Required: false},
+		"artifact_http_bind_address": &hcldec.AttrSpec{Name: "artifact_http_bind_address", Type: cty.String, Required: false},
+		"artifact_http_port":         &hcldec.AttrSpec{Name: "artifact_http_port", Type: cty.Number, Required: false},
 		"download_cache_dir":         &hcldec.AttrSpec{Name: "download_cache_dir", Type: cty.String, Required: false},
 		"http_proxy":                 &hcldec.AttrSpec{Name: "http_proxy", Type: cty.String, Required: false},
 		"https_proxy":                &hcldec.AttrSpec{Name: "https_proxy", Type: cty.String, Required: false},

@@ -102,6 +102,19 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.GreaterOrEqual(t, held, 10, "the first bake found the dpkg lock held and waited for it")
 	t.Logf("settle: cloud-init %ss, then the dpkg lock %ss; second bake: the dpkg lock %ss", settled[0][1], locks[0][1], locks[1][1])
 	assert.NotContains(t, log, "Could not get lock")
+	// The first bake's guest downloaded the artifacts from the bake's
+	// server (and checked each sha256), the second's came through SSH: the
+	// same files, both ways, in one build.
+	moved := regexp.MustCompile(`kubenode-bake: artifacts on the guest over (HTTP|the communicator): (\d+) files, ([0-9.]+) MiB in ([0-9.]+)s \(([0-9.]+) MiB/s\)`).FindAllStringSubmatch(log, -1)
+	require.Len(t, moved, 2, log)
+	assert.Equal(t, "HTTP", moved[0][1])
+	assert.Equal(t, "the communicator", moved[1][1])
+	assert.Equal(t, moved[0][2:4], moved[1][2:4], "the same artifacts")
+	assert.Contains(t, log, "kubenode-bake [fetch-artifacts]: the guest downloads")
+	files, _ := strconv.Atoi(moved[0][2])
+	assert.Equal(t, 4+len(built), files, "kubelet, kubeadm, kubectl, the joiner and the image archives")
+	assert.Equal(t, 2*files, strings.Count(log, "ok: artifact "), "each artifact's sha256 checked in the guest, in both bakes:\n%s", log)
+	t.Logf("artifact transfer figures: %s files, %s MiB: HTTP %ss (%s MiB/s), communicator (SSH) %ss (%s MiB/s)", moved[0][2], moved[0][3], moved[0][4], moved[0][5], moved[1][4], moved[1][5])
 	steps := []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "joiner", "self-check", "generalize", "cleanup"}
 	if len(images) > 0 {
 		steps = append(steps, "images")

@@ -26,7 +26,7 @@ func (p *Provisioner) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapst
 func (p *Provisioner) Prepare(raws ...interface{}) error { return p.config.Prepare(raws...) }
 
 // Provision bakes the guest.
-func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
+func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
 	c := &p.config
 	for _, w := range c.warnings {
 		ui.Error("kubenode-bake: warning: " + w)
@@ -51,7 +51,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		if c.KeepBuildAccount {
 			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
 		}
-		return p.provisionWindows(ctx, ui, comm)
+		return p.provisionWindows(ctx, ui, comm, generated)
 	}
 	if c.WindowsAutomaticUpdates {
 		return fmt.Errorf("windows_automatic_updates: the guest runs Linux, which has no Windows automatic updates; remove windows_automatic_updates from this build")
@@ -59,10 +59,10 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if c.WindowsUpdate {
 		return fmt.Errorf("windows_update: the guest runs Linux, which Windows Update does not update; remove windows_update from this build (update a Linux guest's packages with a shell provisioner)")
 	}
-	return p.provisionLinux(ctx, ui, r)
+	return p.provisionLinux(ctx, ui, r, generated)
 }
 
-func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *remote.Remote) error {
+func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *remote.Remote, generated map[string]interface{}) error {
 	c := &p.config
 	plan, arts, err := c.linuxPlan()
 	if err != nil {
@@ -80,7 +80,14 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	}
 
 	plan.KeepBuildAccount = c.KeepBuildAccount
-	rec, changed, err := linux.Run(ctx, ui, r, plan, arts)
+	srv, err := c.artifactServer(ui, generated, arts)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		defer srv.Close()
+	}
+	rec, changed, err := linux.Run(ctx, ui, r, plan, arts, srv)
 	if err != nil {
 		return err
 	}
@@ -95,7 +102,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 // provisionWindows bakes a Windows guest: its release from the build number
 // it reports, the artifacts resolved (and checked) on this machine, then
 // windows.Bake, and what was baked recorded for kubenode-export.
-func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator) error {
+func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
 	c := &p.config
 	r := &remote.Remote{Comm: comm, UI: ui}
 	win, guest, err := windows.Guest(ctx, r)
@@ -115,7 +122,14 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 		return err
 	}
 	arts = append(arts, imageArts...)
-	facts, err := windows.Bake(ctx, ui, comm, plan, arts)
+	srv, err := c.artifactServer(ui, generated, arts)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		defer srv.Close()
+	}
+	facts, err := windows.Bake(ctx, ui, comm, plan, arts, srv)
 	if err != nil {
 		return err
 	}

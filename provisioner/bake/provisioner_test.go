@@ -47,8 +47,10 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
 	g := guesttest.NewWindows()
 	g.Build = fmt.Sprint(win.Build)
-	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g))
-	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	// The builder says where the guest reaches this machine: the guest
+	// downloads the artifacts from the bake's server over real HTTP.
+	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
 	require.NotNil(t, rec)
@@ -63,7 +65,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 
 	g = guesttest.NewWindows()
 	g.Build = "9200"
-	err = p.provisionWindows(context.Background(), guesttest.NewUI(), g)
+	err = p.provisionWindows(context.Background(), guesttest.NewUI(), g, nil)
 	require.ErrorContains(t, err, "windows_version: the guest runs Windows build 9200, which is not in kubenode-bake's version table")
 	assert.Empty(t, g.Files, "nothing is uploaded to an unknown release")
 }

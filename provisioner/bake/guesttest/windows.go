@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path"
 	"regexp"
@@ -109,6 +110,7 @@ var (
 	// EncodedRE finds the script of a -EncodedCommand.
 	EncodedRE = regexp.MustCompile(`-EncodedCommand ([A-Za-z0-9+/=]+)$`)
 	artifact  = regexp.MustCompile(`Test-KubenodeArtifact -Name '([^']+)' -Path '([^']+)' -Want '([0-9a-f]+)'`)
+	download  = regexp.MustCompile(`Get-KubenodeArtifact -Name '([^']+)' -Url '([^']+)' -Path '([^']+)' -Shown '([^']+)'`)
 )
 
 // DecodeEncoded undoes -EncodedCommand: base64 of UTF-16LE.
@@ -211,6 +213,9 @@ func (g *Windows) handle(command string) (string, int) {
 		if step == "verify-artifacts" {
 			return g.verify(string(script))
 		}
+		if step == "fetch-artifacts" {
+			return g.fetch(string(script))
+		}
 		if step == "windows-update" {
 			round := 0
 			for _, e := range g.Log {
@@ -308,6 +313,43 @@ func (g *Windows) sysprep(script string) (string, int) {
 	return "", 0
 }
 
+// fetch does what the fetch script does, from its own lines: it downloads
+// each artifact over real HTTP (GET, no proxy) into Files, damaged when its
+// path is Corrupt.
+func (g *Windows) fetch(script string) (string, int) {
+	var out strings.Builder
+	code := 0
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
+	for _, m := range download.FindAllStringSubmatch(script, -1) {
+		name, url, p, shown := m[1], m[2], remote.UploadPath(m[3]), m[4]
+		data, err := get(client, url)
+		if err != nil {
+			fmt.Fprintf(&out, "download failed: artifact %s from %s: %v\r\n", name, shown, err)
+			code = 1
+			continue
+		}
+		if p == g.Corrupt {
+			data = append(data, 0)
+		}
+		g.Files[p] = data
+		g.Log = append(g.Log, "download "+p)
+		fmt.Fprintf(&out, "ok: downloaded artifact %s\r\n", name)
+	}
+	return out.String(), code
+}
+
+func get(client *http.Client, url string) ([]byte, error) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("The remote server returned an error: (%d) %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return io.ReadAll(resp.Body)
+}
+
 // verify does what the verify script does, from its own lines.
 func (g *Windows) verify(script string) (string, int) {
 	var out strings.Builder
@@ -378,7 +420,7 @@ func (g *Windows) Steps() []string {
 	defer g.mu.Unlock()
 	var out []string
 	for _, e := range g.Log {
-		if !strings.HasPrefix(e, "upload ") && e != "boot-check" {
+		if !strings.HasPrefix(e, "upload ") && !strings.HasPrefix(e, "download ") && e != "boot-check" {
 			out = append(out, e)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
@@ -26,12 +27,25 @@ func linuxBasicsCases() map[string][]byte {
 	pkg.ContainerdSource, pkg.ContainerdVersion, pkg.CrictlVersion, pkg.CrictlTarball = "package", "", "", ""
 	pkg.CNI, pkg.JoinerConfig, pkg.CheckImages, pkg.Proxy = "none", nil, nil, node.Proxy{}
 	return map[string][]byte{
-		"linux/node-basics.sh":        linuxNodeBasics(full),
-		"linux/crictl.sh":             linuxCrictl(full),
-		"linux/self-check.sh":         SelfCheck(full.selfCheck()),
-		"linux/self-check-package.sh": SelfCheck(pkg.selfCheck()),
-		"linux/kubenode-growroot":     []byte(GrowrootScript),
+		"linux/node-basics.sh":         linuxNodeBasics(full),
+		"linux/crictl.sh":              linuxCrictl(full),
+		"linux/self-check.sh":          SelfCheck(full.selfCheck()),
+		"linux/self-check-package.sh":  SelfCheck(pkg.selfCheck()),
+		"linux/kubenode-growroot":      []byte(GrowrootScript),
+		"linux/00-fetch-artifacts.sh":  TransferScript(Staging, goldenArtifacts, goldenURL, "http://10.0.2.2:41234"),
+		"linux/00-verify-artifacts.sh": TransferScript(Staging, goldenArtifacts, nil, ""),
 	}
+}
+
+// goldenArtifacts are two artifacts as a bake transfers them.
+var goldenArtifacts = []versions.Artifact{
+	{Name: "kubelet", FileName: "kubelet", SHA256: strings.Repeat("ab", 32)},
+	{Name: "containerd", FileName: "containerd-2.1.4-linux-amd64.tar.gz", SHA256: strings.Repeat("CD", 32)},
+}
+
+// goldenURL is where a fixed artifact server serves a.
+func goldenURL(a versions.Artifact) string {
+	return "http://10.0.2.2:41234/00112233445566778899aabbccddeeff/" + a.FileName
 }
 
 func TestLinuxBasicsGolden(t *testing.T) {

@@ -12,15 +12,17 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
 
 // Run bakes a Linux guest over the communicator: as root (or with sudo),
-// the artifacts uploaded to Staging and checked there, then each of
-// Steps' scripts, the first of which (settle) runs before the uploads. It returns what was baked, for the image's manifest, and
+// the artifacts put in Staging and checked there (downloaded by the guest
+// from srv, or uploaded when srv is nil; see transfer), then each of
+// Steps' scripts, the first of which (settle) runs before the transfer. It returns what was baked, for the image's manifest, and
 // how many changes the steps made.
-func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts []versions.Artifact) (baked.Record, int, error) {
+func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Record, int, error) {
 	_, uid, err := r.Exec(ctx, "id -u")
 	uid = strings.TrimSpace(uid)
 	if err != nil {
@@ -72,20 +74,8 @@ func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 	if err := runStep(0); err != nil {
 		return baked.Record{}, 0, err
 	}
-	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts", len(arts)))
-	var sums strings.Builder
-	for _, a := range arts {
-		dest := path.Join(Staging, a.FileName)
-		ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, dest))
-		if err := r.Upload(a.Local, dest); err != nil {
-			return baked.Record{}, 0, fmt.Errorf("uploading artifact %s: %w", a.Name, err)
-		}
-		fmt.Fprintf(&sums, "%s  %s\n", a.SHA256, a.FileName)
-	}
-	// The guest checks what arrived before anything is installed.
-	check := fmt.Sprintf("cd %s && printf %%s %s | sha256sum --check --strict -", q(Staging), q(sums.String()))
-	if _, err := r.Run(ctx, "verify-artifacts", check); err != nil {
-		return baked.Record{}, 0, fmt.Errorf("the artifacts on the guest do not match their checksums: %w", err)
+	if err := transfer(ctx, ui, r, Staging, arts, srv); err != nil {
+		return baked.Record{}, 0, err
 	}
 	for i := 1; i < len(steps); i++ {
 		if err := runStep(i); err != nil {

@@ -110,9 +110,13 @@ build {
     }
     # The checks after the reboot log in as the build account.
     keep_build_account = true
+    # The guest downloads the artifacts from the bake's server on this
+    # machine, at the builder's {{ .HTTPIP }} (10.0.2.2 here).
+    artifact_delivery = "http"
   }
 
-  # Idempotence: the same bake again must report no changes.
+  # Idempotence: the same bake again must report no changes. Its artifacts
+  # go through SSH, so one build measures both ways.
   provisioner "kubenode-bake" {
     kubernetes_version = "v1.33.13"
     containerd_source  = "package"
@@ -146,6 +150,7 @@ build {
     }
     # The checks after the reboot log in as the build account.
     keep_build_account = true
+    artifact_delivery  = "communicator"
   }
 
   provisioner "shell" {

@@ -90,6 +90,10 @@ type Plan struct {
 	// the installed joiner reports, asked before sysprep: sysprep is the
 	// last command the guest answers.
 	JoinerReported func(version string)
+	// ArtifactsArrived, when set, is called once the guest has every
+	// artifact, before they are checked (Bake closes the server they were
+	// downloaded from).
+	ArtifactsArrived func()
 }
 
 // Files are file names in the staging directory.

@@ -19,6 +19,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
@@ -43,6 +44,10 @@ type Upload struct {
 	Remote string
 	// SHA256 is the hex digest the guest must find.
 	SHA256 string
+	// URL, when set, is where the guest downloads the file from instead of
+	// its upload through the communicator; Shown is the URL without its
+	// secret path, for messages.
+	URL, Shown string
 }
 
 func (u Upload) name() string {
@@ -116,12 +121,38 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 	if _, err := r.Run(ctx, "staging", powershellEncoded(mkdir)); err != nil {
 		return err
 	}
-	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts to %s", len(uploads), plan.Staging))
+	var fetch []Upload
 	for _, u := range uploads {
+		if u.URL != "" {
+			fetch = append(fetch, u)
+		}
+	}
+	if len(fetch) < len(uploads) {
+		ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts to %s through the communicator", len(uploads)-len(fetch), plan.Staging))
+	}
+	for _, u := range uploads {
+		if u.URL != "" {
+			continue
+		}
 		ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
 		if err := r.Upload(u.Local, u.Remote); err != nil {
 			return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
 		}
+	}
+	if len(fetch) > 0 {
+		ui.Say(fmt.Sprintf("kubenode-bake [fetch-artifacts]: the guest downloads %d artifacts to %s over HTTP", len(fetch), plan.Staging))
+		out, err := r.script(ctx, plan.Staging, "00-fetch-artifacts", FetchScript(fetch))
+		if err != nil {
+			var se *remote.StepError
+			if errors.As(err, &se) {
+				return fmt.Errorf("the guest could not download the artifacts, so nothing was installed:\n  %s",
+					strings.Join(node.LinesWith(out, "download failed: "), "\n  "))
+			}
+			return err
+		}
+	}
+	if plan.ArtifactsArrived != nil {
+		plan.ArtifactsArrived()
 	}
 	ui.Say("kubenode-bake [verify-artifacts]")
 	out, err := r.script(ctx, plan.Staging, "00-verify-artifacts", VerifyScript(uploads))
@@ -451,10 +482,12 @@ func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, bake
 	return win, guest, nil
 }
 
-// Bake uploads the artifacts (resolved and checked on this machine) and
-// runs the plan with Run, which asks the guest for the joiner's version
+// Bake has the guest download the artifacts (resolved and checked on this
+// machine) from srv, or uploads them when srv is nil, and runs the plan
+// with Run, which asks the guest for the joiner's version
 // before sysprep: it returns what was baked, for the image's manifest.
-func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
+func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Facts, error) {
+	plan = plan.WithDefaults()
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
 		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
@@ -462,7 +495,13 @@ func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, pla
 	plan.JoinerReported = func(version string) { facts.Joiner = version }
 	for i, a := range arts {
 		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
+		if srv != nil {
+			uploads[i].URL, uploads[i].Shown = srv.URL(a), srv.Origin()+"/.../"+a.FileName
+		}
 		facts.Checksums[a.Name] = a.SHA256
+	}
+	if srv != nil {
+		plan.ArtifactsArrived = func() { _ = srv.Close() }
 	}
 	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
 		return baked.Facts{}, err

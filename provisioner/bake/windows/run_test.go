@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
@@ -164,6 +166,73 @@ func TestRunWindowsChecksumMismatchStopsBeforeInstalling(t *testing.T) {
 	assert.Contains(t, err.Error(), "want "+ctr.SHA256)
 	assert.NotContains(t, err.Error(), "artifact kubelet", "good artifacts are not blamed")
 	assert.Equal(t, []string{"mkdir", "verify-artifacts"}, g.Steps())
+}
+
+// bakeOverHTTP bakes with the artifacts served by a real artifact server:
+// the guest double downloads them over HTTP, as the fetch script does.
+func bakeOverHTTP(t *testing.T, g *guesttest.Windows, tamper string) ([]versions.Artifact, *deliver.Server, error) {
+	t.Helper()
+	p := basePlan(t)
+	arts := testArtifacts(t, p)
+	srv, err := deliver.Start("127.0.0.1", 0, "127.0.0.1", arts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	for _, a := range arts {
+		if a.Name == tamper {
+			require.NoError(t, os.WriteFile(a.Local, []byte("not what was checked"), 0o644))
+		}
+	}
+	_, err = Bake(context.Background(), guesttest.NewUI(), g, p, arts, srv)
+	return arts, srv, err
+}
+
+func TestBakeWindowsDownloadsTheArtifactsOverHTTP(t *testing.T) {
+	g := guesttest.NewWindows()
+	arts, srv, err := bakeOverHTTP(t, g, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts"}, g.Steps()[:3])
+	requests, _ := srv.Served()
+	assert.Equal(t, int64(len(arts)), requests, "each artifact downloaded once")
+	_, logged, _ := g.Snapshot()
+	// The clones' first-boot files travel as uploads too, like the scripts.
+	firstBoot := map[string]bool{}
+	for _, f := range firstBootPaths(basePlan(t)) {
+		firstBoot["upload "+remote.UploadPath(f)] = true
+	}
+	for _, entry := range logged {
+		assert.False(t, strings.HasPrefix(entry, "upload ") && !strings.HasSuffix(entry, ".ps1") && !firstBoot[entry], "only scripts and first-boot files go through WinRM: %s", entry)
+	}
+	_, err = http.Get(srv.URL(arts[0]))
+	assert.Error(t, err, "the server is closed once the guest has the artifacts")
+}
+
+// The server hands out a file that is not the one checked on this machine:
+// the guest's check names it and nothing is installed.
+func TestBakeWindowsTamperedDownloadStopsBeforeInstalling(t *testing.T) {
+	g := guesttest.NewWindows()
+	_, _, err := bakeOverHTTP(t, g, versions.ArtifactKubelet)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nothing was installed")
+	assert.Contains(t, err.Error(), `mismatch: artifact kubelet: C:\Windows\Temp\kubenode\kubelet.exe has sha256 `)
+	assert.NotContains(t, err.Error(), "artifact kubeadm", "good artifacts are not blamed")
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts"}, g.Steps())
+}
+
+func TestRunWindowsFailedDownloadNamesTheArtifact(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	ups := fetchUploads(realUploads(t, p))
+	srv, err := deliver.Start("127.0.0.1", 0, "127.0.0.1", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	for i := range ups {
+		ups[i].URL = srv.Origin() + "/0123/" + path.Base(remote.UploadPath(ups[i].Remote))
+	}
+	err = Run(context.Background(), guesttest.NewUI(), g, p, ups)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the guest could not download the artifacts, so nothing was installed")
+	assert.Contains(t, err.Error(), "download failed: artifact kubelet from http://192.168.122.1:41234/.../kubelet.exe: The remote server returned an error: (404) Not Found")
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts"}, g.Steps())
 }
 
 func TestRunWindowsRestartTimeout(t *testing.T) {

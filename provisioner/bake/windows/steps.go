@@ -795,5 +795,42 @@ func VerifyScript(uploads []Upload) []byte {
 	return s.Bytes()
 }
 
+// FetchScript downloads each upload from its URL to its Remote path,
+// trying each three times, directly (not through a proxy the guest may be
+// set up with: the server is the build machine), and names every artifact
+// it could not get; VerifyScript then checks them.
+func FetchScript(uploads []Upload) []byte {
+	s := newWinScript("download the artifacts from the build machine")
+	s.Line("function Get-KubenodeArtifact {")
+	s.Line("    param([string]$Name, [string]$Url, [string]$Path, [string]$Shown)")
+	s.Line("    $problem = ''")
+	s.Line("    for ($try = 1; $try -le 3; $try++) {")
+	s.Line("        try {")
+	s.Line("            $client = New-Object System.Net.WebClient")
+	s.Line("            $client.Proxy = $null")
+	s.Line("            $client.DownloadFile($Url, $Path)")
+	s.Line(`            Write-Host "ok: downloaded artifact $Name"`)
+	s.Line("            return $true")
+	s.Line("        } catch {")
+	s.Line("            $problem = $_.Exception.Message")
+	s.Line("            Start-Sleep -Seconds (2 * $try)")
+	s.Line("        }")
+	s.Line("    }")
+	s.Line(`    Write-Host "download failed: artifact ${Name} from ${Shown}: $problem"`)
+	s.Line("    return $false")
+	s.Line("}")
+	s.Blank()
+	s.Line("$good = $true")
+	for _, u := range uploads {
+		s.Line("if (-not (Get-KubenodeArtifact -Name %s -Url %s -Path %s -Shown %s)) {", powershell.Quote(u.name()), powershell.Quote(u.URL), powershell.Quote(windowsPath(u.Remote)), powershell.Quote(u.Shown))
+		s.Line("    $good = $false")
+		s.Line("}")
+	}
+	s.Line("if (-not $good) {")
+	s.Line("    exit 1")
+	s.Line("}")
+	return s.Bytes()
+}
+
 // windowsPath writes a guest path with backslashes.
 func windowsPath(p string) string { return strings.ReplaceAll(p, "/", `\`) }

@@ -227,7 +227,7 @@ func TestNoWinRMCommandAfterSysprep(t *testing.T) {
 			g.Exit[stepSysprep] = exit
 			p := basePlan(t)
 			require.True(t, p.InstallJoiner)
-			facts, err := Bake(context.Background(), guesttest.NewUI(), g, p, testArtifacts(t, p))
+			facts, err := Bake(context.Background(), guesttest.NewUI(), g, p, testArtifacts(t, p), nil)
 			require.NoError(t, err)
 			assert.Equal(t, "v0.9.1", facts.Joiner, "asked before sysprep")
 			assert.True(t, g.Sysprepped)

@@ -18,6 +18,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
 
 // The golden cases take their versions from the table, never from
@@ -115,6 +116,18 @@ func testUploads(p Plan) []Upload {
 	return out
 }
 
+// fetchUploads gives each upload the URL and the shown origin of a fixed
+// artifact server, as Bake does with a real one.
+func fetchUploads(ups []Upload) []Upload {
+	out := slices.Clone(ups)
+	for i := range out {
+		base := path.Base(remote.UploadPath(out[i].Remote))
+		out[i].URL = "http://192.168.122.1:41234/00112233445566778899aabbccddeeff/" + base
+		out[i].Shown = "http://192.168.122.1:41234/.../" + base
+	}
+	return out
+}
+
 // renderedWindows is every script and config of every case, by golden path.
 func renderedWindows(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
@@ -125,6 +138,7 @@ func renderedWindows(t *testing.T) map[string][]byte {
 			out[fmt.Sprintf("windows/%s/%02d-%s.ps1", name, i+1, s.Name)] = s.Script
 		}
 		out[fmt.Sprintf("windows/%s/00-verify-artifacts.ps1", name)] = VerifyScript(testUploads(p))
+		out[fmt.Sprintf("windows/%s/00-fetch-artifacts.ps1", name)] = FetchScript(fetchUploads(testUploads(p)))
 		// The answer file has its own goldens in autounattend.
 		for _, f := range FirstBootFiles(p) {
 			if f.Path != windowsFirstBootAnswer {

@@ -1,0 +1,120 @@
+package linux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
+)
+
+// transfer puts the artifacts in staging (Staging but in tests) and has the guest check each
+// one's sha256 before anything is installed: downloaded by the guest from
+// srv, or uploaded through the communicator when srv is nil. It closes srv
+// once the guest has them.
+func transfer(ctx context.Context, ui packersdk.Ui, r *remote.Remote, staging string, arts []versions.Artifact, srv *deliver.Server) error {
+	size := deliver.Size(arts)
+	began := time.Now()
+	var script []byte
+	how := "the communicator"
+	if srv != nil {
+		defer srv.Close()
+		how = "HTTP"
+		ui.Say(fmt.Sprintf("kubenode-bake [fetch-artifacts]: the guest downloads %d artifacts (%.1f MiB) over HTTP from %s", len(arts), float64(size)/(1<<20), srv.Origin()))
+		script = TransferScript(staging, arts, srv.URL, srv.Origin())
+	} else {
+		ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts (%.1f MiB) through the communicator", len(arts), float64(size)/(1<<20)))
+		for _, a := range arts {
+			dest := path.Join(staging, a.FileName)
+			ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, dest))
+			if err := r.Upload(a.Local, dest); err != nil {
+				return fmt.Errorf("uploading artifact %s: %w", a.Name, err)
+			}
+		}
+		script = TransferScript(staging, arts, nil, "")
+	}
+	name := "verify-artifacts"
+	if srv != nil {
+		name = "fetch-artifacts"
+	}
+	file := path.Join(staging, "00-"+name+".sh")
+	if err := r.Comm.Upload(file, strings.NewReader(string(script)), nil); err != nil {
+		return fmt.Errorf("step %s: uploading its script: %w", name, err)
+	}
+	out, err := r.Run(ctx, name, "sh "+q(file))
+	if err != nil {
+		var se *remote.StepError
+		if errors.As(err, &se) {
+			return fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
+				strings.Join(node.LinesWith(out, "mismatch: ", "missing: ", "download failed: "), "\n  "))
+		}
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: artifacts on the guest over %s: %d files, %s", how, len(arts), deliver.Rate(size, time.Since(began))))
+	return nil
+}
+
+// TransferScript is the guest's script that checks each artifact in staging
+// against its sha256, naming every one that is missing or differs, and
+// exits 1 if any does. With url, it first downloads each one (curl, else
+// wget, else python3; never through a proxy: the server is the build
+// machine) from url(a); origin, the server without its secret
+// path, is what a failed download names.
+func TransferScript(staging string, arts []versions.Artifact, url func(versions.Artifact) string, origin string) []byte {
+	var b strings.Builder
+	b.WriteString(`#!/bin/sh
+# kubenode-bake: the artifacts are what was checked on the build machine (sha256)
+set -u
+fail=0
+`)
+	if url != nil {
+		b.WriteString(`fetch() { # name file url shown
+  rm -f "$2"
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3"
+  else
+    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2"
+  fi && return 0
+  echo "download failed: artifact $1 from $4"
+  fail=1
+  return 1
+}
+`)
+	}
+	b.WriteString(`verify() { # name file sha256
+  if [ ! -f "$2" ]; then
+    echo "missing: artifact $1: $2 is not on the guest"
+    fail=1
+    return 1
+  fi
+  got=$(sha256sum "$2" | cut -d' ' -f1)
+  if [ "$got" != "$3" ]; then
+    echo "mismatch: artifact $1: $2 has sha256 $got, want $3"
+    fail=1
+    return 1
+  fi
+  echo "ok: artifact $1 sha256 $got"
+}
+`)
+	fmt.Fprintf(&b, "cd %s || exit 1\n", q(staging))
+	for _, a := range arts {
+		sum := strings.ToLower(a.SHA256)
+		if url != nil {
+			fmt.Fprintf(&b, "fetch %s %s %s %s && verify %s %s %s\n", q(a.Name), q(a.FileName), q(url(a)), q(origin+"/.../"+a.FileName), q(a.Name), q(a.FileName), q(sum))
+		} else {
+			fmt.Fprintf(&b, "verify %s %s %s\n", q(a.Name), q(a.FileName), q(sum))
+		}
+	}
+	b.WriteString("exit $fail\n")
+	return []byte(b.String())
+}
