@@ -20,11 +20,28 @@ function Write-KubenodeSerial([string]$Message) {
     }
 }
 
-New-Item -ItemType Directory -Force -Path 'C:\ProgramData\kubenode' | Out-Null
-Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log' -Append | Out-Null
 $failed = $false
-# The built-in Administrator (relative ID 500) under this clone's machine SID.
-$admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1
+
+# the log file
+try {
+    New-Item -ItemType Directory -Force -Path 'C:\ProgramData\kubenode' | Out-Null
+    Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log' -Append | Out-Null
+} catch {
+    $failed = $true
+    Write-KubenodeSerial ('FAILED: the log file: ' + $_.Exception.Message)
+}
+
+# the built-in Administrator
+try {
+    # Relative ID 500 under this clone's machine SID, whatever its name.
+    $admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1
+    if (-not $admin) {
+        throw 'no local account with relative ID 500'
+    }
+} catch {
+    $failed = $true
+    Write-KubenodeSerial ('FAILED: the built-in Administrator: ' + $_.Exception.Message)
+}
 
 # the Administrator's own password
 try {
@@ -137,9 +154,16 @@ try {
     $failed = $true
     Write-KubenodeSerial ('FAILED: the WinRM and sshd services: ' + $_.Exception.Message)
 }
-Stop-Transcript | Out-Null
+
 if ($failed) {
     Write-KubenodeSerial 'done, with the failures above'
+} else {
+    Write-KubenodeSerial 'done'
+}
+try {
+    Stop-Transcript | Out-Null
+} catch {
+}
+if ($failed) {
     exit 1
 }
-Write-KubenodeSerial 'done'
