@@ -90,8 +90,21 @@ func serialProgress(s *powershell.Script) {
 	s.Blank()
 	s.Comment("Progress and errors go to COM1, which the builder logs to output_directory/serial.log")
 	s.Comment("and prints when the build fails: a bootstrap that stops is never silent.")
+	WindowsSerialWriter(s, serialPrefix)
+	s.Line("trap {")
+	s.Line("    Write-KubenodeSerial ('FAILED: ' + $_.Exception.Message + ' at ' + $_.InvocationInfo.PositionMessage)")
+	s.Line("    try { Stop-Transcript | Out-Null } catch { }")
+	s.Line("    exit 1")
+	s.Line("}")
+	s.Blank()
+}
+
+// WindowsSerialWriter defines Write-KubenodeSerial, which writes a line,
+// prefix and UTC time first, to the host output and to COM1. A missing or
+// busy port never stops the script: the write is best effort.
+func WindowsSerialWriter(s *powershell.Script, prefix string) {
 	s.Line("function Write-KubenodeSerial([string]$Message) {")
-	s.Line("    $text = '%s ' + (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + ($Message -replace '\\s+', ' ')", serialPrefix)
+	s.Line("    $text = %s + (Get-Date).ToUniversalTime().ToString('yyyy-MM-ddTHH:mm:ssZ') + ' ' + ($Message -replace '\\s+', ' ')", powershell.Quote(prefix+" "))
 	s.Line("    Write-Host $text")
 	s.Line("    try {")
 	s.Line("        $port = New-Object System.IO.Ports.SerialPort 'COM1', 115200, 'None', 8, 'One'")
@@ -106,12 +119,6 @@ func serialProgress(s *powershell.Script) {
 	s.Line("        Write-Host ('COM1 not written: ' + $_.Exception.Message)")
 	s.Line("    }")
 	s.Line("}")
-	s.Line("trap {")
-	s.Line("    Write-KubenodeSerial ('FAILED: ' + $_.Exception.Message + ' at ' + $_.InvocationInfo.PositionMessage)")
-	s.Line("    try { Stop-Transcript | Out-Null } catch { }")
-	s.Line("    exit 1")
-	s.Line("}")
-	s.Blank()
 }
 
 // progress writes a stage of the bootstrap to COM1. msg is fixed text.

@@ -230,9 +230,12 @@ type Config struct {
 	// for `guest_os_type = "windows"` and for a guest found to run Windows.
 	KeepBuildAccount bool `mapstructure:"keep_build_account"`
 	// Windows, with `generalize`: the Administrator password of every VM
-	// made from the image (mark the variable `sensitive`). Empty: a random
-	// password made for this build and shown to nobody, so the account
-	// cannot be logged on to with a password (see docs/security.md).
+	// made from the image (mark the variable `sensitive`). Empty: each VM's
+	// first boot gives Administrator a random password of its own, made on
+	// that VM and stored nowhere, so nobody can log on to it with a
+	// password; reach such a VM through the cluster (a HostProcess pod runs
+	// as SYSTEM and can set a password) or set this key (see
+	// docs/security.md).
 	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
 	ctx interpolate.Context

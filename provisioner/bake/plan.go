@@ -112,6 +112,7 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 		if plan.FirstBoot, err = c.windowsFirstBoot(); err != nil {
 			return windows.Plan{}, nil, err
 		}
+		plan.RandomClonePassword = c.CloneAdminPassword == ""
 	}
 	if err := c.windowsImages(&plan); err != nil {
 		return windows.Plan{}, nil, err
@@ -135,7 +136,9 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 // computer name, OOBE skipped, the joiner service set to start (specialize
 // pass, as SYSTEM: a clone has no automatic logon, so first-logon commands
 // would wait for someone to log on), and the Administrator password
-// clone_admin_password or a random one.
+// clone_admin_password or a random one made for this build, which only
+// takes Setup past the welcome screens: each clone's first boot replaces it
+// with one of its own (windows.Plan.RandomClonePassword).
 func (c *Config) windowsFirstBoot() ([]byte, error) {
 	pw := c.CloneAdminPassword
 	if pw == "" {
@@ -151,10 +154,10 @@ func (c *Config) windowsFirstBoot() ([]byte, error) {
 	return xml, nil
 }
 
-// randomWindowsPassword is 32 characters with each class Windows' password
-// policy counts (upper, lower, digit, symbol).
+// randomWindowsPassword is windows.PasswordLength characters with each
+// class of windows.PasswordClasses, as a clone's first boot makes them.
 func randomWindowsPassword() (string, error) {
-	classes := []string{"ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstuvwxyz", "23456789", "-_.!#%+="}
+	classes := windows.PasswordClasses
 	all := strings.Join(classes, "")
 	pick := func(set string) (byte, error) {
 		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
@@ -164,7 +167,7 @@ func randomWindowsPassword() (string, error) {
 		return set[n.Int64()], nil
 	}
 	var b []byte
-	for i := 0; i < 32; i++ {
+	for i := 0; i < windows.PasswordLength; i++ {
 		set := all
 		if i < len(classes) {
 			set = classes[i]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 func TestWindowsPlanFromConfig(t *testing.T) {
@@ -56,5 +57,25 @@ func TestWindowsFirstBootPasswordIsNotTheBuilds(t *testing.T) {
 		assert.Regexp(t, `[a-z]`, pw)
 		assert.Regexp(t, `[0-9]`, pw)
 		assert.Regexp(t, `[-_.!#%+=]`, pw)
+	}
+}
+
+// Without clone_admin_password, the answer file's random password only
+// takes Setup past the welcome screens: each clone's first boot makes the
+// Administrator a password of its own. With it, every clone keeps it.
+func TestEachCloneMakesItsOwnPasswordWithoutCloneAdminPassword(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	c := Config{HyperV: "auto", CNI: "none", ContainerdSource: "tarball"}
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.True(t, plan.RandomClonePassword)
+
+	c.CloneAdminPassword = "Clone-Only-1!"
+	plan, _, err = c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.False(t, plan.RandomClonePassword)
+	for _, f := range windows.FirstBootFiles(plan) {
+		assert.NotContains(t, string(f.Content), "Set-LocalUser", f.Path)
 	}
 }

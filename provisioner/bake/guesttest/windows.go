@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -78,6 +79,25 @@ type Windows struct {
 	// AfterSysprep.
 	Sysprepped   bool
 	AfterSysprep []string
+
+	// OperationalLog is the PowerShell Operational event log: PowerShell
+	// writes a script block that calls Add-Type or DllImport into it in
+	// full (event 4104), even with script block logging off. A script's
+	// `wevtutil.exe ... 'cl', 'Microsoft-Windows-PowerShell/Operational'`
+	// clears it.
+	OperationalLog []string
+	// AtSysprep is what the image holds when a sysprep step's script
+	// starts sysprep.exe: nil until then.
+	AtSysprep *WindowsImage
+}
+
+// WindowsImage is what the guest holds when sysprep runs, which every
+// clone inherits.
+type WindowsImage struct {
+	// Files are the uploaded files still on the guest, by upload path.
+	Files map[string][]byte
+	// OperationalLog is the PowerShell Operational log then.
+	OperationalLog []string
 }
 
 // NewWindows is a Windows guest whose every step succeeds.
@@ -182,6 +202,14 @@ func (g *Windows) handle(command string) (string, int) {
 		// The script's name without its order prefix: the step.
 		_, step, _ := strings.Cut(strings.TrimSuffix(path.Base(remote.UploadPath(file)), ".ps1"), "-")
 		g.Log = append(g.Log, step)
+		if suspiciousScriptBlock.MatchString(string(script)) {
+			g.OperationalLog = append(g.OperationalLog, string(script))
+		}
+		if step == "sysprep" {
+			if out, code := g.sysprep(string(script)); code != 0 {
+				return out, code
+			}
+		}
 		if step == "verify-artifacts" {
 			return g.verify(string(script))
 		}
@@ -250,6 +278,39 @@ func (g *Windows) neverStartedUpdate(script string) (string, int) {
 		}
 	}
 	return "the windows-update script's wait loop never ends for a task that never starts", 1
+}
+
+var (
+	// suspiciousScriptBlock: script blocks PowerShell logs in full without
+	// being asked to (a list of keywords in PowerShell's source, Add-Type
+	// and DllImport among them).
+	suspiciousScriptBlock = regexp.MustCompile(`(?i)\bAdd-Type\b|DllImport`)
+	clearOperational      = regexp.MustCompile(`(?i)wevtutil(\.exe)?'? .*'cl', 'Microsoft-Windows-PowerShell/Operational'`)
+	sysprepExe            = regexp.MustCompile(`(?i)sysprep\.exe' -ArgumentList`)
+	unattendArg           = regexp.MustCompile(`'/unattend:([^']+)'`)
+)
+
+// sysprep plays the sysprep step's script up to sysprep.exe: the
+// Operational log cleared if the script clears it before it starts
+// sysprep, and sysprep failing when its answer file is not on the guest;
+// what the guest then holds is kept in AtSysprep.
+func (g *Windows) sysprep(script string) (string, int) {
+	run := sysprepExe.FindStringIndex(script)
+	if run == nil {
+		return "the sysprep step's script does not start sysprep.exe", 1
+	}
+	if c := clearOperational.FindStringIndex(script); c != nil && c[0] < run[0] {
+		g.OperationalLog = nil
+	}
+	if m := unattendArg.FindStringSubmatch(script); m != nil {
+		if _, ok := g.Files[remote.UploadPath(m[1])]; !ok {
+			return "sysprep failed: exit code 1, image state IMAGE_STATE_COMPLETE\r\n" +
+				"--- last lines of C:\\Windows\\System32\\Sysprep\\Panther\\setuperr.log:\r\n" +
+				"Error [0x0f0082] SYSPRP ... the unattend file " + m[1] + " could not be found\r\n", 1
+		}
+	}
+	g.AtSysprep = &WindowsImage{Files: maps.Clone(g.Files), OperationalLog: slices.Clone(g.OperationalLog)}
+	return "", 0
 }
 
 // fetch does what the fetch script does, from its own lines: it downloads

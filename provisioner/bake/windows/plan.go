@@ -67,6 +67,11 @@ type Plan struct {
 	// off. FirstBoot is autounattend.RenderWindowsFirstBoot's answer file.
 	Generalize bool
 	FirstBoot  []byte
+	// RandomClonePassword (clone_admin_password empty): each clone's first
+	// boot gives the built-in Administrator a random password made on the
+	// clone and stored nowhere; FirstBoot's password only takes Setup past
+	// the welcome screens.
+	RandomClonePassword bool
 
 	// Node basics and the self-check (basics.go, selfcheck.go):
 	// InstallCrictl installs Crictl's crictl.exe beside containerd;

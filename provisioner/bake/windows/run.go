@@ -173,7 +173,7 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 				return err
 			}
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
-			return r.sysprep(ctx, s.Script)
+			return r.sysprep(ctx, plan, s.Script)
 		}
 		if s.Name == stepWindowsUpdate {
 			installed, err := r.windowsUpdate(ctx, plan, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)

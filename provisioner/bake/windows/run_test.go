@@ -194,8 +194,13 @@ func TestBakeWindowsDownloadsTheArtifactsOverHTTP(t *testing.T) {
 	requests, _ := srv.Served()
 	assert.Equal(t, int64(len(arts)), requests, "each artifact downloaded once")
 	_, logged, _ := g.Snapshot()
+	// The clones' first-boot files travel as uploads too, like the scripts.
+	firstBoot := map[string]bool{}
+	for _, f := range firstBootPaths(basePlan(t)) {
+		firstBoot["upload "+remote.UploadPath(f)] = true
+	}
 	for _, entry := range logged {
-		assert.False(t, strings.HasPrefix(entry, "upload ") && !strings.HasSuffix(entry, ".ps1"), "only scripts go through WinRM: %s", entry)
+		assert.False(t, strings.HasPrefix(entry, "upload ") && !strings.HasSuffix(entry, ".ps1") && !firstBoot[entry], "only scripts and first-boot files go through WinRM: %s", entry)
 	}
 	_, err = http.Get(srv.URL(arts[0]))
 	assert.Error(t, err, "the server is closed once the guest has the artifacts")

@@ -105,3 +105,36 @@ func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 		assert.Less(t, strings.Index(s, "kubernetes_version is "), strings.Index(s, "sc.exe"), "%s: checked before the service is registered", name)
 	}
 }
+
+// TestCloneFirstBootPartsFailAlone: in the parsed first-boot script, each
+// closing is the try block of its own try statement, whose catch logs the
+// failure, so one that fails does not skip the next; the exit code comes
+// after all of them.
+func TestCloneFirstBootPartsFailAlone(t *testing.T) {
+	p := basePlan(t)
+	p.RandomClonePassword = true
+	script := windowsFirstBoot(p)
+	tree, err := pwsh.Parse(script)
+	require.NoError(t, err)
+	defer tree.Close()
+	require.Empty(t, tree.Errors())
+	tries := tree.Nodes("try_statement")
+	parts := []string{"Start-Transcript -Path", "throw 'no local account with relative ID 500'", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled"}
+	var top []string
+	for _, n := range tries {
+		if strings.Contains(n, "$failed = $true") {
+			top = append(top, n)
+		}
+	}
+	require.Len(t, top, len(parts))
+	for i, want := range parts {
+		assert.Contains(t, top[i], want)
+		for j, other := range parts {
+			if j != i {
+				assert.NotContains(t, top[i], other)
+			}
+		}
+	}
+	s := string(script)
+	assert.Greater(t, strings.Index(s, "if ($failed) {"), strings.Index(s, top[len(top)-1]))
+}

@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -17,20 +18,53 @@ import (
 const (
 	// windowsSysprepScript is where the sysprep step's script runs from: the
 	// cleanup step has removed the staging directory. The script removes
-	// itself first (PowerShell has read it whole), since it holds the
-	// first-boot answer file.
+	// itself first (PowerShell has read it whole).
 	windowsSysprepScript = `C:\Windows\Temp\kubenode-sysprep.ps1`
 	// windowsFirstBootAnswer is the answer file given to sysprep /unattend:.
+	// It is uploaded as a file, never written by a script: PowerShell logs
+	// a script block that calls Add-Type in full (event 4104), even with
+	// script block logging off, and the sysprep script does.
 	windowsFirstBootAnswer = `C:\Windows\System32\Sysprep\kubenode-firstboot.xml`
 	// windowsSetupComplete runs as SYSTEM once Setup has finished on a
 	// clone's first boot (after the oobeSystem pass, before the logon
-	// screen): it removes the answer file and its copies.
+	// screen): it runs windowsFirstBootScript, then removes the answer file
+	// and its copies.
 	windowsSetupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
-	windowsSysprepLogs   = `C:\Windows\System32\Sysprep\Panther`
+	// windowsFirstBootScript closes again, on each clone, what the closer
+	// closed in the build VM (the closer's errors are not checked), and
+	// gives the clone an Administrator password of its own when
+	// clone_admin_password is empty.
+	windowsFirstBootScript = `C:\Windows\Setup\Scripts\kubenode-first-boot.ps1`
+	// windowsFirstBootLog is the transcript of windowsFirstBootScript.
+	windowsFirstBootLog = windowsJoinerDir + `\first-boot.log`
+	// The sysprep step records the build account's SID here for the first
+	// boot: sysprep gives the clone a new machine SID, the account keeps its
+	// relative ID (the SID's last part).
+	windowsBuildAccountKey   = `HKLM:\SOFTWARE\kubenode`
+	windowsBuildAccountValue = "BuildAccountSid"
+	// windowsPowerShellLog holds event 4104, script blocks PowerShell
+	// logged; the sysprep step clears it before sysprep.
+	windowsPowerShellLog = "Microsoft-Windows-PowerShell/Operational"
+	// windowsWinRMPolicy is the WinRM service's Group Policy key: its
+	// AllowBasic and AllowUnencryptedTraffic override the service's own
+	// settings, and apply when the service starts (the DISA Windows Server
+	// 2016 STIG checks these values: WN16-CC-000530 for Basic, and the
+	// WinRM service's unencrypted-traffic rule).
+	windowsWinRMPolicy = `SOFTWARE\Policies\Microsoft\Windows\WinRM\Service`
+	windowsSysprepLogs = `C:\Windows\System32\Sysprep\Panther`
 	// windowsGeneralized is the image state sysprep /generalize /oobe
 	// leaves before it powers Windows off.
 	windowsGeneralized = "IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE"
 )
+
+// firstBootPaths are the guest paths of FirstBootFiles.
+func firstBootPaths(p Plan) []string {
+	var out []string
+	for _, f := range FirstBootFiles(p) {
+		out = append(out, f.Path)
+	}
+	return out
+}
 
 // windowsFirstBootFiles are the answer files a clone's first boot removes
 // once Setup has applied them: ours, and the copies Setup keeps.
@@ -116,16 +150,200 @@ func windowsPermissions(p Plan) []byte {
 	return s.Bytes()
 }
 
-// windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it deletes the
-// answer files, which hold the clone's Administrator password, then itself.
+// GuestFile is a file the flow uploads to the guest as it is.
+type GuestFile struct {
+	// Path is the file's path on the guest, e.g. C:\Windows\Setup\Scripts\SetupComplete.cmd.
+	Path    string
+	Content []byte
+}
+
+// FirstBootFiles are the files the sysprep step uploads before its script
+// runs, for each clone's first boot: the answer file sysprep applies,
+// windowsFirstBootScript and the SetupComplete.cmd that runs it. None
+// without Generalize.
+func FirstBootFiles(p Plan) []GuestFile {
+	if !p.Generalize {
+		return nil
+	}
+	return []GuestFile{
+		{Path: windowsFirstBootAnswer, Content: p.FirstBoot},
+		{Path: windowsFirstBootScript, Content: windowsFirstBoot(p)},
+		{Path: windowsSetupComplete, Content: []byte(windowsSetupCompleteCmd())},
+	}
+}
+
+// windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it runs the
+// first-boot script, then deletes it, the answer files (they hold the
+// Administrator password) and itself. A failing first-boot script stops
+// none of that: its transcript says what failed.
 func windowsSetupCompleteCmd() string {
 	var b strings.Builder
-	b.WriteString("@echo off\r\nrem kubenode: the answer files hold the Administrator password; Setup has applied them.\r\n")
-	for _, f := range windowsFirstBootFiles {
+	b.WriteString("@echo off\r\nrem kubenode: close what the build opened, then remove the answer files, which hold the Administrator password.\r\n")
+	fmt.Fprintf(&b, "%s\r\n", windowsFirstBootCommand)
+	for _, f := range append([]string{windowsFirstBootScript}, windowsFirstBootFiles...) {
 		fmt.Fprintf(&b, "if exist \"%s\" del /f /q \"%s\"\r\n", f, f)
 	}
 	b.WriteString("del /f /q \"%~f0\"\r\n")
 	return b.String()
+}
+
+// windowsFirstBootCommand runs windowsFirstBootScript; by full path: Setup's
+// environment is not a logon's.
+const windowsFirstBootCommand = `%SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + windowsFirstBootScript + `"`
+
+// PasswordClasses are the characters of a random Windows password, one
+// string per class Windows' password complexity counts (upper, lower,
+// digit, symbol); look-alikes (I, O, l, 0, 1) are left out.
+var PasswordClasses = []string{"ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstuvwxyz", "23456789", "-_.!#%+="}
+
+// PasswordLength is the length of a random Windows password.
+const PasswordLength = 32
+
+// windowsFirstBoot is the script each clone runs once, as SYSTEM, from
+// SetupComplete.cmd. It does again what the closer did in the build VM,
+// whose errors nobody reads (it runs after the build's last command): the
+// build account disabled, found by its relative ID under the clone's new
+// machine SID; WinRM's Basic authentication and unencrypted traffic off,
+// by Group Policy, which holds whether or not WinRM runs; the build's
+// firewall rules removed; WinRM and sshd disabled. With
+// RandomClonePassword it first gives the built-in Administrator a random
+// password made on the clone and stored nowhere. Every part checks before
+// it acts and runs even if one before it failed; each line goes to the
+// transcript (windowsFirstBootLog) and COM1.
+func windowsFirstBoot(p Plan) []byte {
+	s := powershell.New("kubenode-bake: first boot of each clone: close again what the build opened; runs once, as SYSTEM, from SetupComplete.cmd")
+	s.Blank()
+	autounattend.WindowsSerialWriter(s, "kubenode-first-boot:")
+	s.Blank()
+	s.Line("$failed = $false")
+	firstBootPart(s, "the log file", func(b indented) {
+		b.Line("New-Item -ItemType Directory -Force -Path %s | Out-Null", powershell.Quote(windowsJoinerDir))
+		b.Line("Start-Transcript -Path %s -Append | Out-Null", powershell.Quote(windowsFirstBootLog))
+	})
+	firstBootPart(s, "the built-in Administrator", func(b indented) {
+		b.Comment("Relative ID 500 under this clone's machine SID, whatever its name.")
+		b.Line("$admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1")
+		b.Line("if (-not $admin) {")
+		b.Line("    throw 'no local account with relative ID 500'")
+		b.Line("}")
+	})
+	if p.RandomClonePassword {
+		firstBootPart(s, "the Administrator's own password", func(b indented) {
+			b.Comment("clone_admin_password is empty: the answer file's password, the same in every clone, is")
+			b.Comment("replaced by one made here. It is never written or shown.")
+			b.Line("$classes = %s", psList(PasswordClasses))
+			b.Line("$all = -join $classes")
+			b.Line("$random = [System.Security.Cryptography.RandomNumberGenerator]::Create()")
+			b.Line("$byte = New-Object -TypeName byte[] -ArgumentList 1")
+			b.Line("$password = New-Object -TypeName System.Security.SecureString")
+			b.Line("for ($i = 0; $i -lt %d; $i++) {", PasswordLength)
+			b.Line("    $set = $all")
+			b.Line("    if ($i -lt $classes.Count) {")
+			b.Line("        $set = $classes[$i]")
+			b.Line("    }")
+			b.Line("    # Bytes past the last whole multiple of the set's length are drawn again: no bias.")
+			b.Line("    do {")
+			b.Line("        $random.GetBytes($byte)")
+			b.Line("    } while ($byte[0] -ge 256 - (256 %% $set.Length))")
+			b.Line("    $password.AppendChar($set[$byte[0] %% $set.Length])")
+			b.Line("}")
+			b.Line("$random.Dispose()")
+			b.Line("Set-LocalUser -SID $admin.SID -Password $password")
+			b.Line("$password.Dispose()")
+			b.Line("Write-KubenodeSerial 'changed: the built-in Administrator has a password made on this clone, stored nowhere'")
+		})
+	}
+	firstBootPart(s, "the build account", func(b indented) {
+		b.Line("$recorded = (Get-ItemProperty -LiteralPath %s -Name %s -ErrorAction SilentlyContinue).%s",
+			powershell.Quote(windowsBuildAccountKey), powershell.Quote(windowsBuildAccountValue), windowsBuildAccountValue)
+		b.Line("if (-not $recorded) {")
+		b.Line("    throw %s", powershell.Quote("the image holds no build account SID ("+windowsBuildAccountKey+" "+windowsBuildAccountValue+")"))
+		b.Line("}")
+		b.Line("$rid = $recorded.Split('-')[-1]")
+		b.Line("if ($rid -eq '500') {")
+		b.Line("    Write-KubenodeSerial ('ok: the build account ' + $recorded + ' is the built-in Administrator: it stays enabled')")
+		b.Line("} else {")
+		b.Line("    $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($admin.SID.AccountDomainSid.Value + '-' + $rid)")
+		b.Line("    $account = Get-LocalUser -SID $sid -ErrorAction SilentlyContinue")
+		b.Line("    if (-not $account) {")
+		b.Line("        Write-KubenodeSerial ('ok: no account ' + $sid.Value + ' (the build account, ' + $recorded + ' in the build VM)')")
+		b.Line("    } elseif ($account.Enabled) {")
+		b.Line("        Disable-LocalUser -SID $sid")
+		b.Line("        Write-KubenodeSerial ('changed: the build account ' + $sid.Value + ' disabled: it was enabled')")
+		b.Line("    } else {")
+		b.Line("        Write-KubenodeSerial ('ok: the build account ' + $sid.Value + ' is disabled')")
+		b.Line("    }")
+		b.Line("}")
+	})
+	firstBootPart(s, "WinRM Basic authentication and unencrypted traffic", func(b indented) {
+		b.Line("$key = 'HKLM:'")
+		b.Line("foreach ($part in %s.Split('\\')) {", powershell.Quote(windowsWinRMPolicy))
+		b.Line("    $key = $key + '\\' + $part")
+		b.Line("    if (-not (Test-Path -LiteralPath $key)) {")
+		b.Line("        New-Item -Path $key | Out-Null")
+		b.Line("    }")
+		b.Line("}")
+		b.Line("foreach ($name in @('AllowBasic', 'AllowUnencryptedTraffic')) {")
+		b.Line("    $current = (Get-ItemProperty -LiteralPath $key -Name $name -ErrorAction SilentlyContinue).$name")
+		b.Line("    if ($null -ne $current -and [int]$current -eq 0) {")
+		b.Line("        Write-KubenodeSerial ('ok: WinRM policy ' + $name + ' = 0')")
+		b.Line("    } else {")
+		b.Line("        New-ItemProperty -LiteralPath $key -Name $name -PropertyType DWord -Value 0 -Force | Out-Null")
+		b.Line("        Write-KubenodeSerial ('changed: WinRM policy ' + $name + ' = 0, was ' + $current)")
+		b.Line("    }")
+		b.Line("}")
+	})
+	firstBootPart(s, "the build's firewall rules", func(b indented) {
+		b.Line("foreach ($rule in %s) {", psList(autounattend.WindowsFirewallRules))
+		b.Line("    if (Get-NetFirewallRule -Name $rule -ErrorAction SilentlyContinue) {")
+		b.Line("        Remove-NetFirewallRule -Name $rule")
+		b.Line("        Write-KubenodeSerial ('changed: firewall rule ' + $rule + ' removed: it was still there')")
+		b.Line("    } else {")
+		b.Line("        Write-KubenodeSerial ('ok: no firewall rule ' + $rule)")
+		b.Line("    }")
+		b.Line("}")
+	})
+	firstBootPart(s, "the WinRM and sshd services", func(b indented) {
+		b.Line("foreach ($name in @('WinRM', 'sshd')) {")
+		b.Line("    $service = Get-Service -Name $name -ErrorAction SilentlyContinue")
+		b.Line("    if (-not $service) {")
+		b.Line("        Write-KubenodeSerial ('ok: no service ' + $name)")
+		b.Line("    } elseif ($service.StartType -eq 'Disabled' -and $service.Status -eq 'Stopped') {")
+		b.Line("        Write-KubenodeSerial ('ok: service ' + $name + ' disabled')")
+		b.Line("    } else {")
+		b.Line("        Set-Service -Name $name -StartupType Disabled")
+		b.Line("        Stop-Service -Name $name -Force")
+		b.Line("        Write-KubenodeSerial ('changed: service ' + $name + ' disabled and stopped: it was ' + $service.StartType + ', ' + $service.Status)")
+		b.Line("    }")
+		b.Line("}")
+	})
+	s.Blank()
+	s.Line("if ($failed) {")
+	s.Line("    Write-KubenodeSerial 'done, with the failures above'")
+	s.Line("} else {")
+	s.Line("    Write-KubenodeSerial 'done'")
+	s.Line("}")
+	s.Line("try {")
+	s.Line("    Stop-Transcript | Out-Null")
+	s.Line("} catch {")
+	s.Line("}")
+	s.Line("if ($failed) {")
+	s.Line("    exit 1")
+	s.Line("}")
+	return s.Bytes()
+}
+
+// firstBootPart renders one part of the first-boot script in its own try:
+// a failure is logged and the next part runs.
+func firstBootPart(s *powershell.Script, what string, body func(indented)) {
+	s.Blank()
+	s.Comment(what)
+	s.Line("try {")
+	body(indented{s})
+	s.Line("} catch {")
+	s.Line("    $failed = $true")
+	s.Line("    Write-KubenodeSerial (%s + $_.Exception.Message)", powershell.Quote("FAILED: "+what+": "))
+	s.Line("}")
 }
 
 // windowsCloseDoors is what the build opened that every clone must not
@@ -234,10 +452,9 @@ func windowsTransportCloser() string {
 }
 
 func windowsSysprep(p Plan) []byte {
-	s := newWinScript("generalize: close the build's doors, leave the first-boot answer file to sysprep, run sysprep; then close WinRM and power Windows off")
-	s.Comment("This script holds the clone's answer file: it goes first.")
+	s := newWinScript("generalize: close the build's doors, check the uploaded first-boot files, clear the PowerShell log, run sysprep; then close WinRM and power Windows off", psNative)
 	s.Line("Remove-Item -LiteralPath $PSCommandPath -Force")
-	s.Line("foreach ($file in %s) {", powershell.Array(windowsFirstBootFiles))
+	s.Line("foreach ($file in %s) {", powershell.Array(windowsAnswerFiles))
 	s.Line("    if (Test-Path -LiteralPath $file) {")
 	s.Line("        Remove-Item -LiteralPath $file -Force")
 	s.Line(`        Write-Host "changed: removed $file"`)
@@ -245,11 +462,27 @@ func windowsSysprep(p Plan) []byte {
 	s.Line("}")
 	windowsCloseDoors(s)
 	s.Blank()
-	s.Line("$utf8 = New-Object -TypeName System.Text.UTF8Encoding -ArgumentList $false")
-	s.Line("[System.IO.File]::WriteAllText(%s, %s, $utf8)", powershell.Quote(windowsFirstBootAnswer), powershell.Quote(string(p.FirstBoot)))
-	s.Line("New-Item -ItemType Directory -Force -Path %s | Out-Null", powershell.Quote(`C:\Windows\Setup\Scripts`))
-	s.Line("[System.IO.File]::WriteAllText(%s, %s, [System.Text.Encoding]::ASCII)", powershell.Quote(windowsSetupComplete), powershell.Quote(windowsSetupCompleteCmd()))
-	say(s, "", "changed: first-boot answer file and SetupComplete.cmd written")
+	s.Comment("The clones' first boot disables the build account by SID: sysprep gives them a new")
+	s.Comment("machine SID, the account keeps its relative ID. This process runs as the build account.")
+	s.Line("if (-not (Test-Path -LiteralPath %s)) {", powershell.Quote(windowsBuildAccountKey))
+	s.Line("    New-Item -Path %s | Out-Null", powershell.Quote(windowsBuildAccountKey))
+	s.Line("}")
+	s.Line("$build = [System.Security.Principal.WindowsIdentity]::GetCurrent().User.Value")
+	s.Line("New-ItemProperty -LiteralPath %s -Name %s -PropertyType String -Value $build -Force | Out-Null", powershell.Quote(windowsBuildAccountKey), powershell.Quote(windowsBuildAccountValue))
+	s.Line(`Write-Host "changed: the build account $build recorded for the clones' first boot"`)
+	s.Blank()
+	s.Comment("The answer file, the first-boot script and SetupComplete.cmd were uploaded as files.")
+	s.Line("foreach ($file in %s) {", powershell.Array(firstBootPaths(p)))
+	s.Line("    if (-not (Test-Path -LiteralPath $file -PathType Leaf)) {")
+	s.Line(`        throw "$file is missing: the upload before this script did not arrive"`)
+	s.Line("    }")
+	s.Line("}")
+	say(s, "", "ok: the first-boot answer file, script and SetupComplete.cmd are in place")
+	s.Comment("PowerShell logged this script in full (event 4104: it calls Add-Type), as it logs")
+	s.Comment("any script block it finds suspicious, even with script block logging off: no clone")
+	s.Comment("keeps the build's scripts.")
+	native(s, "", "wevtutil cl "+windowsPowerShellLog, "wevtutil.exe", "cl", windowsPowerShellLog)
+	say(s, "", "changed: the "+windowsPowerShellLog+" event log cleared")
 	s.Blank()
 	s.Line("$sysprep = Start-Process -FilePath 'C:\\Windows\\System32\\Sysprep\\sysprep.exe' -ArgumentList %s -Wait -PassThru", psList(windowsSysprepArgs()))
 	s.Line("$state = (Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State' -Name 'ImageState').ImageState")
@@ -293,12 +526,20 @@ func windowsSysprepArgs() []string {
 	return []string{"/generalize", "/oobe", "/quit", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
 }
 
-// sysprep uploads and runs the sysprep step's script. Exit 0: sysprep has
+// sysprep uploads the first-boot files (FirstBootFiles), then the sysprep
+// step's script, and runs it. Exit 0: sysprep has
 // generalized Windows and the closer, started outside the WinRM shell,
 // closes WinRM and powers Windows off. A dropped connection is taken as
 // that power-off too. Any other exit is sysprep's failure, with the tail
 // of its logs.
-func (r *guest) sysprep(ctx context.Context, script []byte) error {
+func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
+	for _, f := range FirstBootFiles(p) {
+		if err := r.Comm.Upload(remote.UploadPath(f.Path), bytes.NewReader(f.Content), nil); err != nil {
+			err = fmt.Errorf("step sysprep: uploading %s: %w", f.Path, err)
+			r.UI.Error(err.Error())
+			return err
+		}
+	}
 	if err := r.Comm.Upload(remote.UploadPath(windowsSysprepScript), strings.NewReader(string(script)), nil); err != nil {
 		err = fmt.Errorf("step sysprep: uploading its script to %s: %w", windowsSysprepScript, err)
 		r.UI.Error(err.Error())
@@ -326,3 +567,9 @@ func (r *guest) sysprep(ctx context.Context, script []byte) error {
 		return fmt.Errorf("%w\nsysprep did not generalize Windows; its logs are in %s on the build VM (packer build -on-error=abort keeps it)", err, windowsSysprepLogs)
 	}
 }
+
+// indented writes a block's lines one level in.
+type indented struct{ s *powershell.Script }
+
+func (i indented) Line(format string, args ...any) { i.s.Line("    "+format, args...) }
+func (i indented) Comment(text string)             { i.s.Line("    # %s", text) }

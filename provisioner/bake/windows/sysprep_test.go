@@ -2,6 +2,10 @@ package windows
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -58,9 +62,9 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 
 	script := stepScript(t, basePlan(t), stepSysprep)
 	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`') -Wait`)
-	// The script itself goes first (it holds the answer file), sysprep last.
-	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "WriteAllText"))
-	assert.Less(t, strings.Index(script, "WriteAllText"), strings.Index(script, "sysprep.exe"))
+	// The script removes itself first, sysprep runs last.
+	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "BuildAccountSid"))
+	assert.Less(t, strings.Index(script, "wevtutil.exe"), strings.Index(script, "sysprep.exe"))
 }
 
 // sysprep must not power Windows off itself: that raced the closer, so the
@@ -153,17 +157,17 @@ func TestWindowsSysprepRemovesTheBuildsFirewallRules(t *testing.T) {
 func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
 	script := stepScript(t, basePlan(t), stepSysprep)
 	for what, want := range map[string]string{
-		"LSA secret DefaultPassword cleared":   "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
-		"LsaStorePrivateData with no data":     "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
-		"autologon off":                        "-Name 'AutoAdminLogon' -Value '0'",
-		"AutoLogonCount and DefaultPassword":   "@('DefaultPassword', 'AutoLogonCount')",
-		"UAC restored":                         "-Name 'EnableLUA' -Value 1",
-		"LocalAccountTokenFilterPolicy gone":   "-Name 'LocalAccountTokenFilterPolicy'",
-		"WinRM and sshd disabled":              "foreach ($name in @('WinRM', 'sshd'))",
-		"leftover Sysprep unattend.xml":        `'C:\Windows\System32\Sysprep\unattend.xml'`,
-		"leftover Panther unattend.xml":        `'C:\Windows\Panther\unattend.xml'`,
-		"first-boot answer file for sysprep":   "WriteAllText('" + windowsFirstBootAnswer + "'",
-		"SetupComplete.cmd for the first boot": "WriteAllText('" + windowsSetupComplete + "'",
+		"LSA secret DefaultPassword cleared":    "[Kubenode.LsaSecret]::Delete('DefaultPassword')",
+		"LsaStorePrivateData with no data":      "LsaStorePrivateData(policy, ref key, IntPtr.Zero)",
+		"autologon off":                         "-Name 'AutoAdminLogon' -Value '0'",
+		"AutoLogonCount and DefaultPassword":    "@('DefaultPassword', 'AutoLogonCount')",
+		"UAC restored":                          "-Name 'EnableLUA' -Value 1",
+		"LocalAccountTokenFilterPolicy gone":    "-Name 'LocalAccountTokenFilterPolicy'",
+		"WinRM and sshd disabled":               "foreach ($name in @('WinRM', 'sshd'))",
+		"leftover Sysprep unattend.xml":         `'C:\Windows\System32\Sysprep\unattend.xml'`,
+		"leftover Panther unattend.xml":         `'C:\Windows\Panther\unattend.xml'`,
+		"first-boot files checked":              "'" + windowsFirstBootAnswer + "'\r\n    '" + windowsFirstBootScript + "'\r\n    '" + windowsSetupComplete + "'",
+		"build account recorded for the clones": "-Name 'BuildAccountSid' -PropertyType String -Value $build",
 	} {
 		assert.Contains(t, script, want, what)
 	}
@@ -179,6 +183,11 @@ func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
 		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
 	}
 	assert.True(t, strings.HasSuffix(cmd, "del /f /q \"%~f0\"\r\n"), "it removes itself last")
+	// The first-boot script runs first, then goes with the answer files.
+	run := strings.Index(cmd, windowsFirstBootCommand+"\r\n")
+	require.Greater(t, run, 0)
+	assert.Less(t, run, strings.Index(cmd, "del /f /q"))
+	assert.Contains(t, cmd, `del /f /q "`+windowsFirstBootScript+`"`)
 	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
 }
 
@@ -275,4 +284,171 @@ func TestPodVolumesReadableByContainerUser(t *testing.T) {
 	}
 	// A folder locked before without a grant it now has is locked again.
 	assert.Contains(t, script, "$missing.Count -eq 0")
+}
+
+// The clone's answer file reaches the guest as an uploaded file, before
+// the sysprep step's script runs, and no script carries its password:
+// PowerShell logs a script that calls Add-Type in full (event 4104), and
+// the sysprep script does.
+func TestCloneAnswerFileIsUploadedNotWrittenByAScript(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NotNil(t, g.AtSysprep, "sysprep ran")
+	_, log, _ := g.Snapshot()
+	sysprep := slices.Index(log, stepSysprep)
+	files := FirstBootFiles(p)
+	require.Len(t, files, 3)
+	for _, f := range files {
+		i := slices.Index(log, "upload "+remote.UploadPath(f.Path))
+		require.GreaterOrEqual(t, i, 0, "%s uploaded", f.Path)
+		assert.Less(t, i, sysprep, "%s uploaded before the sysprep step", f.Path)
+		assert.Equal(t, string(f.Content), string(g.AtSysprep.Files[remote.UploadPath(f.Path)]), "%s is on the guest when sysprep runs", f.Path)
+	}
+	assert.Equal(t, windowsFirstBootAnswer, files[0].Path)
+	assert.Equal(t, string(p.FirstBoot), string(files[0].Content))
+
+	secret := autounattend.EncodeUnattendPassword("Clone-Admin-1!", "AdministratorPassword")
+	require.Contains(t, string(p.FirstBoot), secret)
+	scripts := 0
+	for name, data := range g.Files {
+		if strings.HasSuffix(name, ".ps1") {
+			scripts++
+			for _, leak := range []string{secret, "Clone-Admin-1!", "<AdministratorPassword>"} {
+				assert.NotContains(t, string(data), leak, "%s holds no password", name)
+			}
+		}
+	}
+	assert.Greater(t, scripts, 10)
+}
+
+// The PowerShell Operational log holds the sysprep script (Add-Type makes
+// PowerShell log it): the script clears the log before sysprep, so no
+// clone inherits it. The guest double keeps the log a script without the
+// clear leaves behind.
+func TestPowerShellLogIsClearedBeforeSysprep(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NotNil(t, g.AtSysprep)
+	assert.Empty(t, g.AtSysprep.OperationalLog, "the image holds no logged script block")
+
+	script := stepScript(t, p, stepSysprep)
+	clear := "Invoke-KubenodeNative -What 'wevtutil cl Microsoft-Windows-PowerShell/Operational' -FilePath 'wevtutil.exe' -Arguments @('cl', 'Microsoft-Windows-PowerShell/Operational')"
+	require.Contains(t, script, clear)
+	assert.Less(t, strings.Index(script, clear), strings.Index(script, "sysprep.exe' -ArgumentList"))
+	assert.Less(t, strings.Index(script, "Add-Type"), strings.Index(script, clear))
+
+	// Without the clear, the script with its Add-Type stays in the image.
+	g = guesttest.NewWindows()
+	r := &guest{Remote: &remote.Remote{Comm: g, UI: guesttest.NewUI()}}
+	require.NoError(t, r.sysprep(context.Background(), p, []byte(strings.Replace(script, clear, "", 1))))
+	require.NotNil(t, g.AtSysprep)
+	require.Len(t, g.AtSysprep.OperationalLog, 1)
+	assert.Contains(t, g.AtSysprep.OperationalLog[0], "Add-Type -TypeDefinition")
+}
+
+// failingUpload is a Windows guest whose upload of one path fails.
+type failingUpload struct {
+	*guesttest.Windows
+	path string
+}
+
+func (f failingUpload) Upload(p string, r io.Reader, fi *os.FileInfo) error {
+	if p == f.path {
+		return errors.New("connection reset by peer")
+	}
+	return f.Windows.Upload(p, r, fi)
+}
+
+// An answer file that does not reach the guest stops the build before
+// sysprep; a sysprep run without it fails on the guest.
+func TestSysprepNeedsTheUploadedAnswerFile(t *testing.T) {
+	p := basePlan(t)
+	g := guesttest.NewWindows()
+	ui := guesttest.NewUI()
+	r := &guest{Remote: &remote.Remote{Comm: failingUpload{g, remote.UploadPath(windowsFirstBootAnswer)}, UI: ui}}
+	err := r.sysprep(context.Background(), p, []byte(stepScript(t, p, stepSysprep)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "uploading "+windowsFirstBootAnswer)
+	assert.NotContains(t, g.Steps(), stepSysprep, "the sysprep script never ran")
+	assert.Nil(t, g.AtSysprep)
+
+	// The double's sysprep, like Windows', fails without its answer file.
+	g = guesttest.NewWindows()
+	require.NoError(t, g.Upload(remote.UploadPath(windowsSysprepScript), strings.NewReader(stepScript(t, p, stepSysprep)), nil))
+	cmd := &packersdk.RemoteCmd{Command: powershellFile(windowsSysprepScript)}
+	require.NoError(t, g.Start(context.Background(), cmd))
+	assert.Equal(t, 1, cmd.Wait())
+	assert.Nil(t, g.AtSysprep)
+}
+
+// With clone_admin_password empty, each clone's first boot gives the
+// built-in Administrator a random password made on the clone, written
+// and shown nowhere; with clone_admin_password set, the clone keeps it.
+func TestEachCloneMakesItsOwnAdministratorPassword(t *testing.T) {
+	p := basePlan(t)
+	p.RandomClonePassword = true
+	script := string(windowsFirstBoot(p))
+	for _, want := range []string{
+		"$random = [System.Security.Cryptography.RandomNumberGenerator]::Create()",
+		"$password = New-Object -TypeName System.Security.SecureString",
+		fmt.Sprintf("for ($i = 0; $i -lt %d; $i++) {", PasswordLength),
+		"$classes = " + psList(PasswordClasses),
+		"Set-LocalUser -SID $admin.SID -Password $password",
+		"$admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' }",
+	} {
+		assert.Contains(t, script, want)
+	}
+	for _, line := range strings.Split(script, "\r\n") {
+		if strings.Contains(line, "$password") {
+			assert.NotRegexp(t, `Write-|Out-File|Add-Content|Set-Content|Transcript`, line, "the password goes nowhere but to the account")
+		}
+	}
+	assert.NotContains(t, script, "ConvertFrom-SecureString")
+	assert.NotContains(t, script, "Clone-Admin-1!")
+
+	p.RandomClonePassword = false
+	assert.NotContains(t, string(windowsFirstBoot(p)), "Set-LocalUser", "clone_admin_password set: the clone keeps it")
+}
+
+// Each clone's first boot does again what the closer did in the build VM
+// (whose errors nobody reads): the build account disabled by SID, WinRM's
+// Basic authentication and unencrypted traffic off, the build's firewall
+// rules removed; WinRM and sshd disabled. Each part checks first, and
+// logs to a file and COM1.
+func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
+	p := basePlan(t)
+	script := string(windowsFirstBoot(p))
+	for what, want := range map[string]string{
+		"the build account's SID, recorded in the image": "(Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\kubenode' -Name 'BuildAccountSid'",
+		"its relative ID under the clone's machine SID":  "($admin.SID.AccountDomainSid.Value + '-' + $rid)",
+		"disabled by SID":                    "Disable-LocalUser -SID $sid",
+		"the built-in Administrator stays":   "if ($rid -eq '500') {",
+		"Basic and unencrypted WinRM policy": "foreach ($name in @('AllowBasic', 'AllowUnencryptedTraffic')) {",
+		"policy key":                         "'" + windowsWinRMPolicy + "'",
+		"set to 0":                           "-Name $name -PropertyType DWord -Value 0 -Force",
+		"firewall rules removed":             "Remove-NetFirewallRule -Name $rule",
+		"WinRM and sshd disabled":            "Set-Service -Name $name -StartupType Disabled",
+		"a log file":                         "Start-Transcript -Path '" + windowsFirstBootLog + "' -Append",
+		"COM1":                               "New-Object System.IO.Ports.SerialPort 'COM1'",
+		"a failure is logged":                "Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)",
+	} {
+		assert.Contains(t, script, want, what)
+	}
+	assert.Contains(t, script, "$rule in "+psList(autounattend.WindowsFirewallRules))
+	for _, rule := range autounattend.WindowsFirewallRules {
+		assert.Contains(t, script, "'"+rule+"'")
+	}
+	assert.NotRegexp(t, `(Disable|Get)-LocalUser -Name`, script, "accounts are found by SID, never by name")
+	// Idempotent: each closing checks before it acts.
+	for _, ok := range []string{"'ok: no firewall rule '", "'ok: WinRM policy '", "'ok: the build account '", "'ok: service '"} {
+		assert.Contains(t, script, ok)
+	}
+	// The sysprep step records the build account before sysprep runs.
+	sysprep := stepScript(t, p, stepSysprep)
+	record := strings.Index(sysprep, "-Name 'BuildAccountSid' -PropertyType String -Value $build")
+	require.Greater(t, record, 0)
+	assert.Less(t, record, strings.Index(sysprep, "sysprep.exe' -ArgumentList"))
+	assert.Contains(t, sysprep, "$build = [System.Security.Principal.WindowsIdentity]::GetCurrent().User.Value")
 }

@@ -93,6 +93,8 @@ func windowsCases(t *testing.T) map[string]Plan {
 	current.DefenderExclusions = false
 	current.KubeletExtraArgs = map[string]string{"v": "2", "max-pods": "60"}
 	current.NodeLabels = map[string]string{"example.com/role": "worker", "node.kubernetes.io/instance-type": "kubenode"}
+	// clone_admin_password empty: each clone makes its own.
+	current.RandomClonePassword = true
 	return map[string]Plan{"2019-config-v2": old, "2022-desktop": desktop, "2025-config-v3": current}
 }
 
@@ -137,6 +139,12 @@ func renderedWindows(t *testing.T) map[string][]byte {
 		}
 		out[fmt.Sprintf("windows/%s/00-verify-artifacts.ps1", name)] = VerifyScript(testUploads(p))
 		out[fmt.Sprintf("windows/%s/00-fetch-artifacts.ps1", name)] = FetchScript(fetchUploads(testUploads(p)))
+		// The answer file has its own goldens in autounattend.
+		for _, f := range FirstBootFiles(p) {
+			if f.Path != windowsFirstBootAnswer {
+				out[fmt.Sprintf("windows/%s/first-boot/%s", name, path.Base(strings.ReplaceAll(f.Path, `\`, "/")))] = f.Content
+			}
+		}
 	}
 	// config.toml of the 2019 case (version 2) and the 2025 case (version 3,
 	// with the build's minimum pause image).
