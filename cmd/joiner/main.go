@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/skew"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/version"
@@ -248,7 +249,7 @@ func adminClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, e
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner token", flag.ContinueOnError)
 	var nf nodeFlags
-	var kubeconfig, out, seed, description string
+	var kubeconfig, out, seed, description, manifest string
 	var ttl, signed time.Duration
 	usages := multi(token.DefaultUsages)
 	groups := multi(token.DefaultGroups)
@@ -260,6 +261,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&out, "output", "", "write the node's join configuration to this `file` (mode 0600); - for stdout")
 	fs.StringVar(&seed, "seed-iso", "", "write a join seed disc (ISO, label "+config.SeedLabel+") to this `file`")
 	fs.DurationVar(&signed, "wait-signed", time.Minute, "how long to wait for cluster-info to be signed for the new token")
+	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
 	nf.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso).\n\nFlags:\n")
@@ -282,8 +284,15 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	image, err := readImageManifest(manifest)
+	if err != nil {
+		return err
+	}
 	client, _, err := adminClients(kubeconfig)
 	if err != nil {
+		return err
+	}
+	if err := checkImage(client, manifest, image, stderr); err != nil {
 		return err
 	}
 	cfg, err := token.Create(ctx, client, token.Options{
@@ -316,11 +325,44 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+const imageManifestUsage = "the image's kubenode-manifest.json `file` (kubenode-export writes it): refuse a cluster its kubelet and kubeadm cannot join"
+
+// readImageManifest reads --image-manifest's baked.kubernetes; "" when the
+// flag was not given.
+func readImageManifest(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	v, err := skew.ReadImageManifest(path)
+	if err != nil {
+		return "", fmt.Errorf("--image-manifest %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// checkImage refuses a cluster the image (baked.kubernetes image, read from
+// --image-manifest path) cannot join; it says nothing without the flag.
+func checkImage(client kubernetes.Interface, path, image string, log io.Writer) error {
+	if image == "" {
+		return nil
+	}
+	server, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("--image-manifest: reading the API server's version to compare with the image's: %w", err)
+	}
+	if err := skew.CheckImage(image, server); err != nil {
+		return fmt.Errorf("--image-manifest %s: %w\nno token was made: build the image with kubernetes_version at the control plane's minor (%s), or upgrade the control plane first", path, err, server.GitVersion)
+	}
+	fmt.Fprintf(log, "[token] the image's kubelet and kubeadm %s can join the %s control plane\n", image, server.GitVersion)
+	return nil
+}
+
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner doctor", flag.ContinueOnError)
-	var kubeconfig, node string
+	var kubeconfig, node, manifest string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
 	fs.StringVar(&node, "node", "", "also explain this `node` (is it registered, why is it NotReady)")
+	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, a leading kube-scheduler (its lease), kube-proxy and a CNI\nfor Windows. Exits 1 when a check fails (warnings do not).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -328,11 +370,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
+	image, err := readImageManifest(manifest)
+	if err != nil {
+		return err
+	}
 	client, dyn, err := adminClients(kubeconfig)
 	if err != nil {
 		return err
 	}
-	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node})) {
+	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node, ImageKubernetes: image})) {
 		return errors.New("some checks failed; see the fixes above")
 	}
 	return nil

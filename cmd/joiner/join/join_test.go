@@ -468,16 +468,6 @@ func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {
 	assert.Equal(t, in, join.HostsWithEntries(once, nil), "no entries: the block goes")
 }
 
-func TestCheckSkew(t *testing.T) {
-	server := &version.Info{GitVersion: "v1.33.13"}
-	require.NoError(t, join.CheckSkew("kubelet", "v1.30.0", server, -3, 0))
-	require.NoError(t, join.CheckSkew("kubeadm", "v1.34.1", server, 0, 1))
-	err := join.CheckSkew("kubelet", "v1.34.0", server, -3, 0)
-	require.ErrorContains(t, err, "kubelet v1.34.0 cannot join a v1.33.13 control plane (supported: minor versions -3 to +0 of it)")
-	require.Error(t, join.CheckSkew("kubelet", "v1.29.9", server, -3, 0))
-	require.ErrorContains(t, join.CheckSkew("kubeadm", "garbage", server, 0, 1), `kubeadm reports version "garbage"`)
-}
-
 // setReady sets the Node's Ready condition, as its kubelet would.
 func setReady(t *testing.T, client *fake.Clientset, name string, status corev1.ConditionStatus) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/skew"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	corev1 "k8s.io/api/core/v1"
@@ -212,13 +213,13 @@ func preflight(ctx context.Context, d *data) error {
 	server := d.serverVersion
 	if out, err := versionOutput(ctx, h, d.opts.Env, kubelet, "--version"); err != nil {
 		problems = append(problems, fmt.Errorf("kubelet: %w (kubenode-bake installs it)", err))
-	} else if err := CheckSkew("kubelet", strings.TrimPrefix(out, "Kubernetes "), server, -3, 0); err != nil {
+	} else if err := skew.Kubelet.Check(strings.TrimPrefix(out, "Kubernetes "), server); err != nil {
 		problems = append(problems, err)
 	}
 	// kubeadm's version also decides the JoinConfiguration's API.
 	if v, err := KubeadmVersion(ctx, h, d.opts.Env, kubeadm); err != nil {
 		problems = append(problems, err)
-	} else if err := CheckSkew("kubeadm", "v"+v.String(), server, 0, 1); err != nil {
+	} else if err := skew.Kubeadm.Check("v"+v.String(), server); err != nil {
 		problems = append(problems, err)
 	} else if api, err := KubeadmAPIFor(v); err != nil {
 		problems = append(problems, err)
