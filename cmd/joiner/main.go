@@ -23,6 +23,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -249,8 +250,10 @@ func adminClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, e
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner token", flag.ContinueOnError)
 	var nf nodeFlags
-	var kubeconfig, out, seed, description, manifest string
+	var kubeconfig, out, seed, description, manifest, outDir, format string
 	var ttl, signed time.Duration
+	var count int
+	var shared bool
 	usages := multi(token.DefaultUsages)
 	groups := multi(token.DefaultGroups)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
@@ -260,26 +263,34 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&description, "description", "kubenode joiner", "token description")
 	fs.StringVar(&out, "output", "", "write the node's join configuration to this `file` (mode 0600); - for stdout")
 	fs.StringVar(&seed, "seed-iso", "", "write a join seed disc (ISO, label "+config.SeedLabel+") to this `file`")
+	fs.IntVar(&count, "count", 1, "make seeds for this many nodes, named <--node-name>-1 to <--node-name>-N, into --output-dir")
+	fs.StringVar(&outDir, "output-dir", "", "write one seed per node into this `directory`, named after the node (<node>.iso or <node>.yaml, mode 0600)")
+	fs.StringVar(&format, "format", "iso", "what --output-dir holds per node: iso (a join seed disc) or yaml (the join configuration, for cloud-init or your own tooling)")
+	fs.BoolVar(&shared, "shared-token", false, "with --output-dir: one token for every node (it lives --ttl) instead of one per node")
 	fs.DurationVar(&signed, "wait-signed", time.Minute, "how long to wait for cluster-info to be signed for the new token")
 	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
 	nf.register(fs, false)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso);\nor, with --output-dir, one seed per node for --count nodes.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if out == "" && seed == "" {
-		fmt.Fprintln(stderr, "give --output FILE and/or --seed-iso FILE")
+	if outDir == "" && out == "" && seed == "" {
+		fmt.Fprintln(stderr, "give --output FILE and/or --seed-iso FILE, or --output-dir DIR")
 		fs.Usage()
 		return errUsage
+	}
+	names, err := seedNames(outDir, out, seed, format, nf.nodeName, count, shared)
+	if err != nil {
+		return err
 	}
 	node, err := nf.config()
 	if err != nil {
 		return err
 	}
-	if seed != "" {
+	if seed != "" || (outDir != "" && format == "iso") {
 		if err := token.CheckSeed(node); err != nil {
 			return err
 		}
@@ -295,10 +306,18 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkImage(client, manifest, image, stderr); err != nil {
 		return err
 	}
-	cfg, err := token.Create(ctx, client, token.Options{
+	opts := token.Options{
 		TTL: ttl, Usages: usages.split(), Groups: groups.split(), Description: description,
 		Node: node, SignedTimeout: signed, Log: stderr,
-	})
+	}
+	if outDir != "" {
+		cfgs, err := token.CreateMany(ctx, client, opts, names, shared)
+		if err != nil {
+			return err
+		}
+		return writeSeeds(outDir, format, cfgs, stderr)
+	}
+	cfg, err := token.Create(ctx, client, opts)
 	if err != nil {
 		return err
 	}
@@ -322,6 +341,76 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stderr, "[token] wrote seed disc %s (label %s): attach it to the node before its first boot\n", seed, config.SeedLabel)
 	}
+	return nil
+}
+
+// seedNames checks the flags that choose between one seed (--output,
+// --seed-iso) and one per node (--output-dir), and returns the nodes'
+// names for the latter: --node-name itself for one node, or
+// <--node-name>-1 to -N for --count N.
+func seedNames(outDir, out, seed, format, prefix string, count int, shared bool) ([]string, error) {
+	if outDir == "" {
+		switch {
+		case count != 1:
+			return nil, fmt.Errorf("--count %d: give --output-dir DIR for the seeds (one per node)", count)
+		case shared:
+			return nil, errors.New("--shared-token: give --output-dir DIR and --count N (one seed per node)")
+		}
+		return nil, nil
+	}
+	if out != "" || seed != "" {
+		return nil, errors.New("--output-dir: give it instead of --output and --seed-iso, not with them")
+	}
+	if format != "iso" && format != "yaml" {
+		return nil, fmt.Errorf("--format %q: want iso or yaml", format)
+	}
+	if count < 1 || count > maxSeeds {
+		return nil, fmt.Errorf("--count %d: want 1 to %d", count, maxSeeds)
+	}
+	if prefix == "" {
+		return nil, fmt.Errorf("--output-dir: give --node-name: a seed names its node (with --count %d, nodes are named <node-name>-1 to <node-name>-%d)", count, count)
+	}
+	names := []string{prefix}
+	if count > 1 {
+		names = names[:0]
+		for i := 1; i <= count; i++ {
+			names = append(names, fmt.Sprintf("%s-%d", prefix, i))
+		}
+	}
+	for _, n := range names {
+		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
+			return nil, fmt.Errorf("--node-name %q: node name %q: %s", prefix, n, strings.Join(msgs, "; "))
+		}
+	}
+	return names, nil
+}
+
+// maxSeeds bounds --count: each per-node token is a Secret and a
+// signature on cluster-info.
+const maxSeeds = 1000
+
+// writeSeeds writes each node's seed into dir as <node>.iso or <node>.yaml.
+func writeSeeds(dir, format string, cfgs []*config.Config, log io.Writer) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	for _, cfg := range cfgs {
+		path := filepath.Join(dir, cfg.NodeName+"."+format)
+		var err error
+		if format == "iso" {
+			err = token.WriteSeed(path, cfg)
+		} else {
+			err = cfg.WriteFile(path)
+		}
+		if err != nil {
+			return fmt.Errorf("--output-dir: node %s: %w", cfg.NodeName, err)
+		}
+	}
+	what := "join seed discs (label " + config.SeedLabel + "): attach each to its node before its first boot"
+	if format == "yaml" {
+		what = "join configurations: place each on its node as " + config.DefaultPaths().Config + " before its first boot"
+	}
+	fmt.Fprintf(log, "[token] wrote %d %s, into %s\n", len(cfgs), what, dir)
 	return nil
 }
 
