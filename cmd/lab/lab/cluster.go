@@ -16,11 +16,19 @@ import (
 const guestHost = "10.0.2.2"
 
 // cluster starts a local control plane, or takes the user's cluster from
-// Options.Kubeconfig.
+// Options.Kubeconfig (-kubeconfig), saying which cluster it is about to
+// change before anything changes it.
 func (l *Lab) cluster(ctx context.Context) error {
 	if l.opts.Kubeconfig != "" {
+		t, err := DescribeKubeconfig(l.opts.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", KubeconfigFlag, l.opts.Kubeconfig, err)
+		}
 		l.Kubeconfig = l.opts.Kubeconfig
-		l.say("using the cluster of KUBECONFIG=%s: the guest (QEMU user networking) must reach the API server named in its kube-public/cluster-info", l.Kubeconfig)
+		l.say("using the external cluster of %s %s: context %q, API server %s", KubeconfigFlag, l.Kubeconfig, t.Context, t.Server)
+		l.say("the lab is about to change that cluster: %d bootstrap token(s) (ttl 2h), %d Node(s) kubenode-lab-%s-*, Job(s) kubenode-lab-probe-* in namespace %s; they stay after the teardown",
+			l.opts.Nodes, l.opts.Nodes, l.id, JobNamespace)
+		l.say("the guest (QEMU user networking) must reach the API server named in its kube-public/cluster-info")
 		return nil
 	}
 	port, err := freePort()
