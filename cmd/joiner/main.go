@@ -265,7 +265,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&seed, "seed-iso", "", "write a join seed disc (ISO, label "+config.SeedLabel+") to this `file`")
 	fs.IntVar(&count, "count", 1, "make seeds for this many nodes, named <--node-name>-1 to <--node-name>-N, into --output-dir")
 	fs.StringVar(&outDir, "output-dir", "", "write one seed per node into this `directory`, named after the node (<node>.iso or <node>.yaml, mode 0600)")
-	fs.StringVar(&format, "format", "iso", "what --output-dir holds per node: iso (a join seed disc) or yaml (the join configuration, for cloud-init or your own tooling)")
+	fs.StringVar(&format, "format", "iso", "what --output-dir holds per node: iso (a join seed disc) or yaml (a join seed file, for cloud-init or your own tooling to write to "+config.SeedFileLinux+")")
 	fs.BoolVar(&shared, "shared-token", false, "with --output-dir: one token for every node (it lives --ttl) instead of one per node")
 	fs.DurationVar(&signed, "wait-signed", time.Minute, "how long to wait for cluster-info to be signed for the new token")
 	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
@@ -408,7 +408,7 @@ func writeSeeds(dir, format string, cfgs []*config.Config, log io.Writer) error 
 	}
 	what := "join seed discs (label " + config.SeedLabel + "): attach each to its node before its first boot"
 	if format == "yaml" {
-		what = "join configurations: place each on its node as " + config.DefaultPaths().Config + " before its first boot"
+		what = "join seed files: place each on its node before its first boot, as " + config.SeedFileLinux + " (Windows: " + config.SeedFileWindows + ")"
 	}
 	fmt.Fprintf(log, "[token] wrote %d %s, into %s\n", len(cfgs), what, dir)
 	return nil

@@ -459,6 +459,39 @@ func TestSeedSettingAnImageOnlyKeyIsRefused(t *testing.T) {
 	assert.Empty(t, e.host.calls, "nothing ran")
 }
 
+// A seed written as a file (cloud-init user data, the user's tooling)
+// instead of a disc: the node joins with it, the image's settings stay, and
+// the file, which held the token, is removed afterwards.
+func TestConfigFromSeedFile(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\ntimeouts: {discovery: 1s, nodeReady: 1s}\n")
+	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
+	e.opts.Paths.SeedDevices = []string{filepath.Join(t.TempDir(), "sr*")}
+	require.NoError(t, os.WriteFile(e.opts.Paths.SeedFile, []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: "+jointest.Token+
+		"\ncaCertHashes: ["+e.ca.Hash()+"]\nnodeName: seeded-1\nlabels: {example.com/seed: file}\n"), 0o600))
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+	assert.Contains(t, e.log.String(), "[config] node seeded-1 joins 10.0.2.2:6443 (configuration from "+e.paths.Config+", "+e.opts.Paths.SeedFile+")")
+	assert.Contains(t, e.log.String(), "[cleanup] removed the join seed file "+e.opts.Paths.SeedFile+", which held the token")
+	assert.NotContains(t, e.log.String(), "detach it from the VM", "no disc to detach")
+	_, err := os.Stat(e.opts.Paths.SeedFile)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	n, err := e.client.CoreV1().Nodes().Get(context.Background(), "seeded-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "baked", n.Labels["example.com/pool"], "the image's labels stay")
+	assert.Equal(t, "file", n.Labels["example.com/seed"])
+}
+
+// A seed file is held to a seed disc's rules.
+func TestSeedFileSettingAnImageOnlyKeyIsRefused(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\n")
+	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
+	require.NoError(t, os.WriteFile(e.opts.Paths.SeedFile, []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: "+jointest.Token+
+		"\ncaCertHashes: ["+e.ca.Hash()+"]\nkubeletPath: /tmp/evil\n"), 0o600))
+	err := join.Run(context.Background(), e.opts)
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "phase config: "+e.opts.Paths.SeedFile+": kubeletPath: a join seed disc may not set it")
+	assert.Empty(t, e.host.calls, "nothing ran")
+}
+
 func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {
 	entries := []corev1.HostAlias{{IP: "10.0.2.2", Hostnames: []string{"cp", "cp.lab"}}}
 	in := "127.0.0.1 localhost\r\n"

@@ -51,12 +51,16 @@ func loadConfig(ctx context.Context, d *data) error {
 					timeout = layer.Timeouts.Seed.Duration
 				}
 			}
-			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)\n", timeout, config.SeedLabel)
+			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)%s\n", timeout, config.SeedLabel, orSeedFile(o.Paths))
 			seed, where, err := seed.Find(ctx, o.Paths, timeout)
 			if err != nil {
 				return err
 			}
-			if err := cfg.MergeSeed(where+":"+config.FileName, seed); err != nil {
+			source := where + ":" + config.FileName
+			if where == o.Paths.SeedFile {
+				source = where
+			}
+			if err := cfg.MergeSeed(source, seed); err != nil {
 				return err
 			}
 			d.sources = append(d.sources, where)
@@ -485,8 +489,17 @@ func cleanup(_ context.Context, d *data) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, scrubTokens(d, "cleanup")...)
+	if f := d.opts.Paths.SeedFile; f != "" {
+		switch err := os.Remove(f); {
+		case err == nil:
+			d.scrubbed = append(d.scrubbed, f)
+			fmt.Fprintf(d.opts.Log, "[cleanup] removed the join seed file %s, which held the token\n", f)
+		case !errors.Is(err, os.ErrNotExist):
+			errs = append(errs, fmt.Errorf("removing the join seed file: %w", err))
+		}
+	}
 	for _, s := range d.sources {
-		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config {
+		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config && s != d.opts.Paths.SeedFile {
 			fmt.Fprintf(d.opts.Log, "[cleanup] the seed disc %s still holds the (now used) token: detach it from the VM\n", s)
 		}
 	}
@@ -494,6 +507,14 @@ func cleanup(_ context.Context, d *data) error {
 		errs = append(errs, fmt.Errorf("disabling the first-boot service: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// orSeedFile names the seed file the joiner also looks for, if any.
+func orSeedFile(p config.Paths) string {
+	if p.SeedFile == "" {
+		return ""
+	}
+	return " or the join seed file " + p.SeedFile
 }
 
 // scrubTokens removes the token from the configuration files this run read
