@@ -470,7 +470,7 @@ func TestConfigFromSeedFile(t *testing.T) {
 		"\ncaCertHashes: ["+e.ca.Hash()+"]\nnodeName: seeded-1\nlabels: {example.com/seed: file}\n"), 0o600))
 	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
 	assert.Contains(t, e.log.String(), "[config] node seeded-1 joins 10.0.2.2:6443 (configuration from "+e.paths.Config+", "+e.opts.Paths.SeedFile+")")
-	assert.Contains(t, e.log.String(), "[cleanup] removed the join seed file "+e.opts.Paths.SeedFile+", which held the token")
+	assert.Contains(t, e.log.String(), "[kubeadm-join] removed the join seed file "+e.opts.Paths.SeedFile+", which held the token", "as soon as kubeadm has joined")
 	assert.NotContains(t, e.log.String(), "detach it from the VM", "no disc to detach")
 	_, err := os.Stat(e.opts.Paths.SeedFile)
 	assert.ErrorIs(t, err, os.ErrNotExist)

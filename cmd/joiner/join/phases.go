@@ -489,15 +489,6 @@ func cleanup(_ context.Context, d *data) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, scrubTokens(d, "cleanup")...)
-	if f := d.opts.Paths.SeedFile; f != "" {
-		switch err := os.Remove(f); {
-		case err == nil:
-			d.scrubbed = append(d.scrubbed, f)
-			fmt.Fprintf(d.opts.Log, "[cleanup] removed the join seed file %s, which held the token\n", f)
-		case !errors.Is(err, os.ErrNotExist):
-			errs = append(errs, fmt.Errorf("removing the join seed file: %w", err))
-		}
-	}
 	for _, s := range d.sources {
 		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config && s != d.opts.Paths.SeedFile {
 			fmt.Fprintf(d.opts.Log, "[cleanup] the seed disc %s still holds the (now used) token: detach it from the VM\n", s)
@@ -518,9 +509,19 @@ func orSeedFile(p config.Paths) string {
 }
 
 // scrubTokens removes the token from the configuration files this run read
-// (the image's and --config's), records and logs each file it changed.
+// (the image's and --config's) and removes the join seed file; it records
+// and logs each file it changed.
 func scrubTokens(d *data, phase string) []error {
 	var errs []error
+	if f := d.opts.Paths.SeedFile; f != "" {
+		switch err := os.Remove(f); {
+		case err == nil:
+			d.scrubbed = append(d.scrubbed, f)
+			fmt.Fprintf(d.opts.Log, "[%s] removed the join seed file %s, which held the token\n", phase, f)
+		case !errors.Is(err, os.ErrNotExist):
+			errs = append(errs, fmt.Errorf("removing the join seed file: %w", err))
+		}
+	}
 	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
 		if path == "" || !slices.Contains(d.sources, path) {
 			continue
