@@ -351,6 +351,8 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func seedNames(outDir, out, seed, format, prefix string, count int, shared bool) ([]string, error) {
 	if outDir == "" {
 		switch {
+		case format != "iso":
+			return nil, fmt.Errorf("--format %s: give --output-dir DIR (--output writes YAML, --seed-iso a disc)", format)
 		case count != 1:
 			return nil, fmt.Errorf("--count %d: give --output-dir DIR for the seeds (one per node)", count)
 		case shared:

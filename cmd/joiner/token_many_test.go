@@ -21,6 +21,7 @@ func TestTokenManySeedsFlags(t *testing.T) {
 	}{
 		{args: []string{"--count", "3", "--node-name", "w"}, code: 2, want: "give --output FILE and/or --seed-iso FILE, or --output-dir DIR"},
 		{args: []string{"--count", "3", "--node-name", "w", "--output", "x.yaml"}, code: 1, want: "--count 3: give --output-dir DIR"},
+		{args: []string{"--format", "yaml", "--output", "x.yaml"}, code: 1, want: "--format yaml: give --output-dir DIR"},
 		{args: []string{"--shared-token", "--seed-iso", "x.iso"}, code: 1, want: "--shared-token: give --output-dir DIR and --count N"},
 		{args: []string{"--output-dir", dir, "--count", "3"}, code: 1, want: "--output-dir: give --node-name: a seed names its node (with --count 3, nodes are named <node-name>-1 to <node-name>-3)"},
 		{args: []string{"--output-dir", dir, "--node-name", "w", "--seed-iso", "x.iso"}, code: 1, want: "--output-dir: give it instead of --output and --seed-iso"},

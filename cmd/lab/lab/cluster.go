@@ -88,11 +88,7 @@ func (l *Lab) seed(ctx context.Context) error {
 	for i := range l.opts.Nodes {
 		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1)}
 		n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
-		args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
-			"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
-		for _, k := range keys {
-			args = append(args, "--label", k+"="+l.opts.Labels[k])
-		}
+		args := l.tokenArgs(n, keys)
 		out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			l.say("    token %s | %s", n.Name, line)
@@ -103,6 +99,21 @@ func (l *Lab) seed(ctx context.Context) error {
 		l.Nodes = append(l.Nodes, n)
 	}
 	return nil
+}
+
+// tokenArgs are the `joiner token` arguments of a node's seed. With
+// --image-manifest, a cluster the image cannot join is refused before any
+// node boots.
+func (l *Lab) tokenArgs(n *Node, labelKeys []string) []string {
+	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
+		"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
+	if l.Manifest != "" {
+		args = append(args, "--image-manifest", l.Manifest)
+	}
+	for _, k := range labelKeys {
+		args = append(args, "--label", k+"="+l.opts.Labels[k])
+	}
+	return args
 }
 
 // prefixWriter turns writes into progress lines.

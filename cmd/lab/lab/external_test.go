@@ -74,3 +74,11 @@ func TestClusterStageNamesTheExternalCluster(t *testing.T) {
 	assert.Contains(t, out.String(), "about to change that cluster: 2 bootstrap token(s)")
 	assert.Empty(t, l.undo, "nothing was started")
 }
+
+func TestSeedChecksTheImageAgainstTheCluster(t *testing.T) {
+	l := &Lab{opts: Options{Labels: map[string]string{"kubenode.io/lab": "true"}}, Kubeconfig: "/k/admin.conf", Manifest: "/img/kubenode-manifest.json"}
+	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso"}
+	assert.Equal(t, []string{"token", "--kubeconfig", "/k/admin.conf", "--seed-iso", "/w/seed.iso", "--ttl", "2h",
+		"--description", "kubenode lab node kubenode-lab-abc-1", "--node-name", "kubenode-lab-abc-1",
+		"--image-manifest", "/img/kubenode-manifest.json", "--label", "kubenode.io/lab=true"}, l.tokenArgs(n, []string{"kubenode.io/lab"}))
+}
