@@ -18,10 +18,12 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/join"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/skew"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/token"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -248,8 +250,10 @@ func adminClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, e
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner token", flag.ContinueOnError)
 	var nf nodeFlags
-	var kubeconfig, out, seed, description string
+	var kubeconfig, out, seed, description, manifest, outDir, format string
 	var ttl, signed time.Duration
+	var count int
+	var shared bool
 	usages := multi(token.DefaultUsages)
 	groups := multi(token.DefaultGroups)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
@@ -259,37 +263,61 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&description, "description", "kubenode joiner", "token description")
 	fs.StringVar(&out, "output", "", "write the node's join configuration to this `file` (mode 0600); - for stdout")
 	fs.StringVar(&seed, "seed-iso", "", "write a join seed disc (ISO, label "+config.SeedLabel+") to this `file`")
+	fs.IntVar(&count, "count", 1, "make seeds for this many nodes, named <--node-name>-1 to <--node-name>-N, into --output-dir")
+	fs.StringVar(&outDir, "output-dir", "", "write one seed per node into this `directory`, named after the node (<node>.iso or <node>.yaml, mode 0600)")
+	fs.StringVar(&format, "format", "iso", "what --output-dir holds per node: iso (a join seed disc) or yaml (a join seed file, for cloud-init or your own tooling to write to "+config.SeedFileLinux+")")
+	fs.BoolVar(&shared, "shared-token", false, "with --output-dir: one token for every node (it lives --ttl) instead of one per node")
 	fs.DurationVar(&signed, "wait-signed", time.Minute, "how long to wait for cluster-info to be signed for the new token")
+	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
 	nf.register(fs, false)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: joiner token [flags]\n\nCreates a bootstrap token, pins the cluster CA from kube-public/cluster-info, and writes\nthe node's join configuration (--output) and/or a seed disc to attach to the VM (--seed-iso);\nor, with --output-dir, one seed per node for --count nodes.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if out == "" && seed == "" {
-		fmt.Fprintln(stderr, "give --output FILE and/or --seed-iso FILE")
+	if outDir == "" && out == "" && seed == "" {
+		fmt.Fprintln(stderr, "give --output FILE and/or --seed-iso FILE, or --output-dir DIR")
 		fs.Usage()
 		return errUsage
+	}
+	names, err := seedNames(outDir, out, seed, format, nf.nodeName, count, shared)
+	if err != nil {
+		return err
 	}
 	node, err := nf.config()
 	if err != nil {
 		return err
 	}
-	if seed != "" {
+	if seed != "" || (outDir != "" && format == "iso") {
 		if err := token.CheckSeed(node); err != nil {
 			return err
 		}
+	}
+	image, err := readImageManifest(manifest)
+	if err != nil {
+		return err
 	}
 	client, _, err := adminClients(kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg, err := token.Create(ctx, client, token.Options{
+	if err := checkImage(client, manifest, image, stderr); err != nil {
+		return err
+	}
+	opts := token.Options{
 		TTL: ttl, Usages: usages.split(), Groups: groups.split(), Description: description,
 		Node: node, SignedTimeout: signed, Log: stderr,
-	})
+	}
+	if outDir != "" {
+		cfgs, err := token.CreateMany(ctx, client, opts, names, shared)
+		if err != nil {
+			return err
+		}
+		return writeSeeds(outDir, format, cfgs, stderr)
+	}
+	cfg, err := token.Create(ctx, client, opts)
 	if err != nil {
 		return err
 	}
@@ -316,11 +344,116 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// seedNames checks the flags that choose between one seed (--output,
+// --seed-iso) and one per node (--output-dir), and returns the nodes'
+// names for the latter: --node-name itself for one node, or
+// <--node-name>-1 to -N for --count N.
+func seedNames(outDir, out, seed, format, prefix string, count int, shared bool) ([]string, error) {
+	if outDir == "" {
+		switch {
+		case format != "iso":
+			return nil, fmt.Errorf("--format %s: give --output-dir DIR (--output writes YAML, --seed-iso a disc)", format)
+		case count != 1:
+			return nil, fmt.Errorf("--count %d: give --output-dir DIR for the seeds (one per node)", count)
+		case shared:
+			return nil, errors.New("--shared-token: give --output-dir DIR and --count N (one seed per node)")
+		}
+		return nil, nil
+	}
+	if out != "" || seed != "" {
+		return nil, errors.New("--output-dir: give it instead of --output and --seed-iso, not with them")
+	}
+	if format != "iso" && format != "yaml" {
+		return nil, fmt.Errorf("--format %q: want iso or yaml", format)
+	}
+	if count < 1 || count > maxSeeds {
+		return nil, fmt.Errorf("--count %d: want 1 to %d", count, maxSeeds)
+	}
+	if prefix == "" {
+		return nil, fmt.Errorf("--output-dir: give --node-name: a seed names its node (with --count %d, nodes are named <node-name>-1 to <node-name>-%d)", count, count)
+	}
+	names := []string{prefix}
+	if count > 1 {
+		names = names[:0]
+		for i := 1; i <= count; i++ {
+			names = append(names, fmt.Sprintf("%s-%d", prefix, i))
+		}
+	}
+	for _, n := range names {
+		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
+			return nil, fmt.Errorf("--node-name %q: node name %q: %s", prefix, n, strings.Join(msgs, "; "))
+		}
+	}
+	return names, nil
+}
+
+// maxSeeds bounds --count: each per-node token is a Secret and a
+// signature on cluster-info.
+const maxSeeds = 1000
+
+// writeSeeds writes each node's seed into dir as <node>.iso or <node>.yaml.
+func writeSeeds(dir, format string, cfgs []*config.Config, log io.Writer) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	for _, cfg := range cfgs {
+		path := filepath.Join(dir, cfg.NodeName+"."+format)
+		var err error
+		if format == "iso" {
+			err = token.WriteSeed(path, cfg)
+		} else {
+			err = cfg.WriteFile(path)
+		}
+		if err != nil {
+			return fmt.Errorf("--output-dir: node %s: %w", cfg.NodeName, err)
+		}
+	}
+	what := "join seed discs (label " + config.SeedLabel + "): attach each to its node before its first boot"
+	if format == "yaml" {
+		what = "join seed files: place each on its node before its first boot, as " + config.SeedFileLinux + " (Windows: " + config.SeedFileWindows + ")"
+	}
+	fmt.Fprintf(log, "[token] wrote %d %s, into %s\n", len(cfgs), what, dir)
+	return nil
+}
+
+const imageManifestUsage = "the image's kubenode-manifest.json `file` (kubenode-export writes it): refuse a cluster its kubelet and kubeadm cannot join"
+
+// readImageManifest reads --image-manifest's baked.kubernetes; "" when the
+// flag was not given.
+func readImageManifest(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	v, err := skew.ReadImageManifest(path)
+	if err != nil {
+		return "", fmt.Errorf("--image-manifest %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// checkImage refuses a cluster the image (baked.kubernetes image, read from
+// --image-manifest path) cannot join; it says nothing without the flag.
+func checkImage(client kubernetes.Interface, path, image string, log io.Writer) error {
+	if image == "" {
+		return nil
+	}
+	server, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("--image-manifest: reading the API server's version to compare with the image's: %w", err)
+	}
+	if err := skew.CheckImage(image, server); err != nil {
+		return fmt.Errorf("--image-manifest %s: %w\nno token was made: build the image with kubernetes_version at the control plane's minor (%s), or upgrade the control plane first", path, err, server.GitVersion)
+	}
+	fmt.Fprintf(log, "[token] the image's kubelet and kubeadm %s can join the %s control plane\n", image, server.GitVersion)
+	return nil
+}
+
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner doctor", flag.ContinueOnError)
-	var kubeconfig, node string
+	var kubeconfig, node, manifest string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
 	fs.StringVar(&node, "node", "", "also explain this `node` (is it registered, why is it NotReady)")
+	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, a leading kube-scheduler (its lease), kube-proxy and a CNI\nfor Windows. Exits 1 when a check fails (warnings do not).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -328,11 +461,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
+	image, err := readImageManifest(manifest)
+	if err != nil {
+		return err
+	}
 	client, dyn, err := adminClients(kubeconfig)
 	if err != nil {
 		return err
 	}
-	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node})) {
+	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node, ImageKubernetes: image})) {
 		return errors.New("some checks failed; see the fixes above")
 	}
 	return nil

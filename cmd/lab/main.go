@@ -1,6 +1,7 @@
 // Command lab is `make lab`: it builds the Debian node image with packer
 // (examples/debian-12-node.pkr.hcl), starts a control plane on 127.0.0.1
-// (or uses the cluster of $KUBECONFIG), makes a join seed per node with
+// (or, with -kubeconfig, uses an existing cluster; $KUBECONFIG alone is
+// ignored), makes a join seed per node with
 // `joiner token`, boots -nodes VMs from the image under libvirt, waits for
 // their Nodes to be Ready, runs a Job on each with the image's preloaded
 // busybox image and prints the node table and what each Job printed. Then
@@ -50,8 +51,13 @@ func run() int {
 	flag.IntVar(&o.Nodes, "nodes", 1, "how many VMs boot from the image and join, side by side (1 to 8)")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
 	flag.BoolVar(&o.SkipBuild, "skip-build", false, "boot the image an earlier run left in -image-dir instead of building it")
+	flag.StringVar(&o.Kubeconfig, "kubeconfig", "", "join the nodes to the existing cluster of this admin kubeconfig `file` instead of starting a local control plane (the lab adds tokens, Nodes and Jobs to it); $KUBECONFIG is ignored")
 	flag.Parse()
-	o.Kubeconfig = os.Getenv("KUBECONFIG")
+	if o.Kubeconfig == "" {
+		if msg := lab.IgnoredKubeconfig(os.Getenv("KUBECONFIG")); msg != "" {
+			fmt.Println(msg)
+		}
+	}
 
 	var err error
 	if o.Labels, err = parseLabels(labels); err != nil {

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/skew"
 )
 
 // Status of a finding.
@@ -49,11 +51,18 @@ type Finding struct {
 type Options struct {
 	// Node, when set, is explained: does it exist, why is it not Ready.
 	Node string
+	// ImageKubernetes, when set, is the kubelet and kubeadm version of the
+	// image that will join (--image-manifest's baked.kubernetes): it is
+	// checked against the API server's under the joiner's skew rules.
+	ImageKubernetes string
 }
 
 // Run runs every check.
 func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, o Options) []Finding {
 	var out []Finding
+	if o.ImageKubernetes != "" {
+		out = append(out, imageSkew(client, o.ImageKubernetes))
+	}
 	out = append(out, clusterInfo(ctx, client)...)
 	out = append(out, bootstrapRBAC(ctx, client)...)
 	out = append(out, kubeadmConfigMaps(ctx, client)...)
@@ -79,6 +88,20 @@ func Print(w io.Writer, findings []Finding) bool {
 		}
 	}
 	return ok
+}
+
+// imageSkew checks the image's kubelet and kubeadm against the API server.
+func imageSkew(c kubernetes.Interface, image string) Finding {
+	const check = "image-version"
+	server, err := c.Discovery().ServerVersion()
+	if err != nil {
+		return Finding{check, Fail, "reading the API server's version: " + err.Error(), "check the kubeconfig and that the API server answers"}
+	}
+	if err := skew.CheckImage(image, server); err != nil {
+		return Finding{check, Fail, strings.ReplaceAll(err.Error(), "\n", "; "),
+			fmt.Sprintf("build the image with kubernetes_version at the control plane's minor (%s), or upgrade the control plane first", server.GitVersion)}
+	}
+	return Finding{check, OK, fmt.Sprintf("the image's kubelet and kubeadm %s can join a %s control plane", image, server.GitVersion), ""}
 }
 
 func clusterInfo(ctx context.Context, c kubernetes.Interface) []Finding {

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -194,5 +196,30 @@ func TestSchedulerIsSeenThroughItsLease(t *testing.T) {
 				assert.True(t, strings.HasPrefix(after, "       "+tc.wantFix), "want %q after the finding, got %q", tc.wantFix, after)
 			}
 		})
+	}
+}
+
+// --image-manifest: the image's kubelet and kubeadm are checked against the
+// API server before a node boots.
+func TestImageVersionSkew(t *testing.T) {
+	for _, tc := range []struct {
+		image string
+		ok    bool
+		want  string
+	}{
+		{image: "v1.33.2", ok: true, want: "[ok  ] image-version: the image's kubelet and kubeadm v1.33.2 can join a v1.33.13 control plane"},
+		{image: "v1.34.0", want: "[FAIL] image-version: the image's kubelet v1.34.0 cannot join a v1.33.13 control plane"},
+		{image: "v1.32.0", want: "[FAIL] image-version: the image's kubeadm v1.32.0 cannot join a v1.33.13 control plane"},
+	} {
+		client := fake.NewClientset(kubeadmCluster(t)...)
+		client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.33.13"}
+		fs := doctor.Run(context.Background(), client, nil, doctor.Options{ImageKubernetes: tc.image})
+		var out bytes.Buffer
+		doctor.Print(&out, fs[:1])
+		assert.Contains(t, out.String(), tc.want, tc.image)
+		assert.Equal(t, tc.ok, fs[0].Status == doctor.OK, tc.image)
+		if !tc.ok {
+			assert.Contains(t, out.String(), "fix: build the image with kubernetes_version at the control plane's minor (v1.33.13)")
+		}
 	}
 }

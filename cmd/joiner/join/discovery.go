@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -185,26 +184,4 @@ func signedClusterInfo(ctx context.Context, client kubernetes.Interface, token s
 func tokenID(token string) string {
 	id, _, _ := strings.Cut(token, ".")
 	return id
-}
-
-// CheckSkew checks a component's version against the API server's: its
-// minor must lie within [server+lo, server+hi] and its major be the same.
-func CheckSkew(component, have string, server *version.Info, lo, hi int) error {
-	v, err := utilversion.ParseGeneric(have)
-	if err != nil {
-		return fmt.Errorf("%s reports version %q: %w", component, have, err)
-	}
-	if server == nil {
-		return nil
-	}
-	s, err := utilversion.ParseGeneric(server.GitVersion)
-	if err != nil {
-		return fmt.Errorf("the API server reports version %q: %w", server.GitVersion, err)
-	}
-	d := int(v.Minor()) - int(s.Minor())
-	if v.Major() != s.Major() || d < lo || d > hi {
-		return fmt.Errorf("%s %s cannot join a %s control plane (supported: minor versions %+d to %+d of it); bake the node with a matching kubernetes_version",
-			component, have, server.GitVersion, lo, hi)
-	}
-	return nil
 }

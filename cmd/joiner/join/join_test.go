@@ -459,6 +459,39 @@ func TestSeedSettingAnImageOnlyKeyIsRefused(t *testing.T) {
 	assert.Empty(t, e.host.calls, "nothing ran")
 }
 
+// A seed written as a file (cloud-init user data, the user's tooling)
+// instead of a disc: the node joins with it, the image's settings stay, and
+// the file, which held the token, is removed afterwards.
+func TestConfigFromSeedFile(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\ntimeouts: {discovery: 1s, nodeReady: 1s}\n")
+	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
+	e.opts.Paths.SeedDevices = []string{filepath.Join(t.TempDir(), "sr*")}
+	require.NoError(t, os.WriteFile(e.opts.Paths.SeedFile, []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: "+jointest.Token+
+		"\ncaCertHashes: ["+e.ca.Hash()+"]\nnodeName: seeded-1\nlabels: {example.com/seed: file}\n"), 0o600))
+	require.NoError(t, join.Run(context.Background(), e.opts), e.log.String())
+	assert.Contains(t, e.log.String(), "[config] node seeded-1 joins 10.0.2.2:6443 (configuration from "+e.paths.Config+", "+e.opts.Paths.SeedFile+")")
+	assert.Contains(t, e.log.String(), "[kubeadm-join] removed the join seed file "+e.opts.Paths.SeedFile+", which held the token", "as soon as kubeadm has joined")
+	assert.NotContains(t, e.log.String(), "detach it from the VM", "no disc to detach")
+	_, err := os.Stat(e.opts.Paths.SeedFile)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	n, err := e.client.CoreV1().Nodes().Get(context.Background(), "seeded-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "baked", n.Labels["example.com/pool"], "the image's labels stay")
+	assert.Equal(t, "file", n.Labels["example.com/seed"])
+}
+
+// A seed file is held to a seed disc's rules.
+func TestSeedFileSettingAnImageOnlyKeyIsRefused(t *testing.T) {
+	e := newEnv(t, "labels: {example.com/pool: baked}\n")
+	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
+	require.NoError(t, os.WriteFile(e.opts.Paths.SeedFile, []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: "+jointest.Token+
+		"\ncaCertHashes: ["+e.ca.Hash()+"]\nkubeletPath: /tmp/evil\n"), 0o600))
+	err := join.Run(context.Background(), e.opts)
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), "phase config: "+e.opts.Paths.SeedFile+": kubeletPath: a join seed disc may not set it")
+	assert.Empty(t, e.host.calls, "nothing ran")
+}
+
 func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {
 	entries := []corev1.HostAlias{{IP: "10.0.2.2", Hostnames: []string{"cp", "cp.lab"}}}
 	in := "127.0.0.1 localhost\r\n"
@@ -466,16 +499,6 @@ func TestHostsEntriesAreIdempotentAndKeepCRLF(t *testing.T) {
 	assert.Equal(t, "127.0.0.1 localhost\r\n# BEGIN kubenode-joiner extraHosts\r\n10.0.2.2 cp cp.lab\r\n# END kubenode-joiner extraHosts\r\n", once)
 	assert.Equal(t, once, join.HostsWithEntries(once, entries))
 	assert.Equal(t, in, join.HostsWithEntries(once, nil), "no entries: the block goes")
-}
-
-func TestCheckSkew(t *testing.T) {
-	server := &version.Info{GitVersion: "v1.33.13"}
-	require.NoError(t, join.CheckSkew("kubelet", "v1.30.0", server, -3, 0))
-	require.NoError(t, join.CheckSkew("kubeadm", "v1.34.1", server, 0, 1))
-	err := join.CheckSkew("kubelet", "v1.34.0", server, -3, 0)
-	require.ErrorContains(t, err, "kubelet v1.34.0 cannot join a v1.33.13 control plane (supported: minor versions -3 to +0 of it)")
-	require.Error(t, join.CheckSkew("kubelet", "v1.29.9", server, -3, 0))
-	require.ErrorContains(t, join.CheckSkew("kubeadm", "garbage", server, 0, 1), `kubeadm reports version "garbage"`)
 }
 
 // setReady sets the Node's Ready condition, as its kubelet would.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/skew"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	corev1 "k8s.io/api/core/v1"
@@ -50,12 +51,16 @@ func loadConfig(ctx context.Context, d *data) error {
 					timeout = layer.Timeouts.Seed.Duration
 				}
 			}
-			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)\n", timeout, config.SeedLabel)
+			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)%s\n", timeout, config.SeedLabel, orSeedFile(o.Paths))
 			seed, where, err := seed.Find(ctx, o.Paths, timeout)
 			if err != nil {
 				return err
 			}
-			if err := cfg.MergeSeed(where+":"+config.FileName, seed); err != nil {
+			source := where + ":" + config.FileName
+			if where == o.Paths.SeedFile {
+				source = where
+			}
+			if err := cfg.MergeSeed(source, seed); err != nil {
 				return err
 			}
 			d.sources = append(d.sources, where)
@@ -212,13 +217,13 @@ func preflight(ctx context.Context, d *data) error {
 	server := d.serverVersion
 	if out, err := versionOutput(ctx, h, d.opts.Env, kubelet, "--version"); err != nil {
 		problems = append(problems, fmt.Errorf("kubelet: %w (kubenode-bake installs it)", err))
-	} else if err := CheckSkew("kubelet", strings.TrimPrefix(out, "Kubernetes "), server, -3, 0); err != nil {
+	} else if err := skew.Kubelet.Check(strings.TrimPrefix(out, "Kubernetes "), server); err != nil {
 		problems = append(problems, err)
 	}
 	// kubeadm's version also decides the JoinConfiguration's API.
 	if v, err := KubeadmVersion(ctx, h, d.opts.Env, kubeadm); err != nil {
 		problems = append(problems, err)
-	} else if err := CheckSkew("kubeadm", "v"+v.String(), server, 0, 1); err != nil {
+	} else if err := skew.Kubeadm.Check("v"+v.String(), server); err != nil {
 		problems = append(problems, err)
 	} else if api, err := KubeadmAPIFor(v); err != nil {
 		problems = append(problems, err)
@@ -485,7 +490,7 @@ func cleanup(_ context.Context, d *data) error {
 	}
 	errs = append(errs, scrubTokens(d, "cleanup")...)
 	for _, s := range d.sources {
-		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config {
+		if s != "flags" && s != d.opts.ConfigFile && s != d.opts.Paths.Config && s != d.opts.Paths.SeedFile {
 			fmt.Fprintf(d.opts.Log, "[cleanup] the seed disc %s still holds the (now used) token: detach it from the VM\n", s)
 		}
 	}
@@ -495,10 +500,28 @@ func cleanup(_ context.Context, d *data) error {
 	return errors.Join(errs...)
 }
 
+// orSeedFile names the seed file the joiner also looks for, if any.
+func orSeedFile(p config.Paths) string {
+	if p.SeedFile == "" {
+		return ""
+	}
+	return " or the join seed file " + p.SeedFile
+}
+
 // scrubTokens removes the token from the configuration files this run read
-// (the image's and --config's), records and logs each file it changed.
+// (the image's and --config's) and removes the join seed file; it records
+// and logs each file it changed.
 func scrubTokens(d *data, phase string) []error {
 	var errs []error
+	if f := d.opts.Paths.SeedFile; f != "" {
+		switch err := os.Remove(f); {
+		case err == nil:
+			d.scrubbed = append(d.scrubbed, f)
+			fmt.Fprintf(d.opts.Log, "[%s] removed the join seed file %s, which held the token\n", phase, f)
+		case !errors.Is(err, os.ErrNotExist):
+			errs = append(errs, fmt.Errorf("removing the join seed file: %w", err))
+		}
+	}
 	for _, path := range []string{d.opts.ConfigFile, d.opts.Paths.Config} {
 		if path == "" || !slices.Contains(d.sources, path) {
 			continue

@@ -56,3 +56,34 @@ func TestFindSeedRefusesAnOversizedFile(t *testing.T) {
 	require.ErrorIs(t, err, seed.ErrNoSeed)
 	assert.Contains(t, err.Error(), `"joiner.yaml" on the seed disc: 65537 bytes, larger than allowed (65536)`)
 }
+
+func TestFindSeedFileWrittenLate(t *testing.T) {
+	dir := t.TempDir()
+	seed.PollInterval = 20 * time.Millisecond
+	p := config.Paths{SeedFile: filepath.Join(dir, "joiner-seed.yaml"), SeedDevices: []string{filepath.Join(dir, "sr*")}}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = os.WriteFile(p.SeedFile, []byte("token: "+token+"\n"), 0o600)
+	}()
+	data, where, err := seed.Find(context.Background(), p, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, p.SeedFile, where)
+	assert.Equal(t, "token: "+token+"\n", string(data))
+}
+
+func TestOversizedSeedFileFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := config.Paths{SeedFile: filepath.Join(dir, "joiner-seed.yaml")}
+	require.NoError(t, os.WriteFile(p.SeedFile, make([]byte, config.MaxFileSize+1), 0o600))
+	_, _, err := seed.Find(context.Background(), p, time.Minute)
+	require.ErrorIs(t, err, config.ErrTooLarge)
+	assert.Contains(t, err.Error(), "the join seed file: "+p.SeedFile)
+}
+
+func TestFindSeedTimesOutNamingTheSeedFile(t *testing.T) {
+	seed.PollInterval = 10 * time.Millisecond
+	p := config.Paths{SeedFile: filepath.Join(t.TempDir(), "joiner-seed.yaml")}
+	_, _, err := seed.Find(context.Background(), p, 50*time.Millisecond)
+	require.ErrorIs(t, err, seed.ErrNoSeed)
+	assert.Contains(t, err.Error(), "looked for the file "+p.SeedFile+" and a volume labelled KUBENODE_JOIN")
+}

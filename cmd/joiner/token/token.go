@@ -192,3 +192,63 @@ func WriteSeed(path string, cfg *config.Config) error {
 		Files: []autounattend.File{{Name: config.FileName, Data: data}},
 	})
 }
+
+// CreateMany makes the join configurations of several nodes, one per name
+// (its nodeName): with shared, one token serves them all; otherwise each
+// node gets a token of its own, described as the node's. Every
+// configuration carries o.Node's other settings.
+func CreateMany(ctx context.Context, client kubernetes.Interface, o Options, names []string, shared bool) ([]*config.Config, error) {
+	if len(names) == 0 {
+		return nil, errors.New("no node names")
+	}
+	clone := func(c *config.Config, name string) (*config.Config, error) {
+		if c == nil {
+			c = config.New()
+		}
+		data, err := c.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		out := config.New()
+		if err := out.Merge("--node-name", data); err != nil {
+			return nil, err
+		}
+		out.NodeName = name
+		return out, nil
+	}
+	out := make([]*config.Config, 0, len(names))
+	if shared {
+		cfg, err := Create(ctx, client, o)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			c, err := clone(cfg, name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	}
+	var made []string
+	for _, name := range names {
+		node, err := clone(o.Node, name)
+		if err != nil {
+			return nil, err
+		}
+		each := o
+		each.Node = node
+		each.Description = fmt.Sprintf("%s: node %s", o.Description, name)
+		cfg, err := Create(ctx, client, each)
+		if err != nil {
+			if len(made) > 0 {
+				err = fmt.Errorf("%w\nthe tokens already made for %v stay until their ttl ends; delete them with `kubeadm token delete <id>` or let them expire", err, made)
+			}
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		made = append(made, name)
+		out = append(out, cfg)
+	}
+	return out, nil
+}

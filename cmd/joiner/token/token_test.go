@@ -129,3 +129,59 @@ func TestSeedDiscRefusesWhatOnlyTheImageMaySet(t *testing.T) {
 	_, statErr := os.Stat(path)
 	assert.ErrorIs(t, statErr, os.ErrNotExist)
 }
+
+func TestCreateManyTokenPerNode(t *testing.T) {
+	ca := jointest.NewCA(t)
+	c := fake.NewClientset()
+	signer(t, c, ca)
+	node := config.New()
+	node.Labels = map[string]string{"example.com/pool": "win"}
+	cfgs, err := token.CreateMany(context.Background(), c, token.Options{
+		TTL: time.Hour, Usages: token.DefaultUsages, Groups: token.DefaultGroups, Description: "kubenode joiner",
+		Node: node, SignedTimeout: 5 * time.Second, Interval: 10 * time.Millisecond, Log: io.Discard,
+	}, []string{"win-1", "win-2", "win-3"}, false)
+	require.NoError(t, err)
+	require.Len(t, cfgs, 3)
+	tokens := map[string]bool{}
+	for i, cfg := range cfgs {
+		assert.Equal(t, []string{"win-1", "win-2", "win-3"}[i], cfg.NodeName)
+		assert.Equal(t, "win", cfg.Labels["example.com/pool"])
+		assert.Equal(t, []string{ca.Hash()}, cfg.CACertHashes)
+		tokens[cfg.Token] = true
+	}
+	assert.Len(t, tokens, 3, "a token per node")
+	assert.Empty(t, node.NodeName, "the caller's configuration is not changed")
+
+	secrets, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, secrets.Items, 3)
+	var descriptions []string
+	for _, s := range secrets.Items {
+		bt, err := bootstraptokenv1.BootstrapTokenFromSecret(&s)
+		require.NoError(t, err)
+		assert.True(t, tokens[bt.Token.String()])
+		descriptions = append(descriptions, bt.Description)
+	}
+	assert.ElementsMatch(t, []string{"kubenode joiner: node win-1", "kubenode joiner: node win-2", "kubenode joiner: node win-3"}, descriptions)
+}
+
+func TestCreateManySharedToken(t *testing.T) {
+	ca := jointest.NewCA(t)
+	c := fake.NewClientset()
+	signer(t, c, ca)
+	cfgs, err := token.CreateMany(context.Background(), c, token.Options{
+		TTL: 48 * time.Hour, Usages: token.DefaultUsages, Groups: token.DefaultGroups,
+		SignedTimeout: 5 * time.Second, Interval: 10 * time.Millisecond, Log: io.Discard,
+	}, []string{"a-1", "a-2"}, true)
+	require.NoError(t, err)
+	require.Len(t, cfgs, 2)
+	assert.Equal(t, cfgs[0].Token, cfgs[1].Token)
+	assert.Equal(t, "a-1", cfgs[0].NodeName)
+	assert.Equal(t, "a-2", cfgs[1].NodeName)
+	secrets, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, secrets.Items, 1, "one token")
+	bt, err := bootstraptokenv1.BootstrapTokenFromSecret(&secrets.Items[0])
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now().Add(48*time.Hour), bt.Expires.Time, time.Minute, "the ttl asked for")
+}

@@ -16,11 +16,19 @@ import (
 const guestHost = "10.0.2.2"
 
 // cluster starts a local control plane, or takes the user's cluster from
-// Options.Kubeconfig.
+// Options.Kubeconfig (-kubeconfig), saying which cluster it is about to
+// change before anything changes it.
 func (l *Lab) cluster(ctx context.Context) error {
 	if l.opts.Kubeconfig != "" {
+		t, err := DescribeKubeconfig(l.opts.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", KubeconfigFlag, l.opts.Kubeconfig, err)
+		}
 		l.Kubeconfig = l.opts.Kubeconfig
-		l.say("using the cluster of KUBECONFIG=%s: the guest (QEMU user networking) must reach the API server named in its kube-public/cluster-info", l.Kubeconfig)
+		l.say("using the external cluster of %s %s: context %q, API server %s", KubeconfigFlag, l.Kubeconfig, t.Context, t.Server)
+		l.say("the lab is about to change that cluster: %d bootstrap token(s) (ttl 2h), %d Node(s) kubenode-lab-%s-*, Job(s) kubenode-lab-probe-* in namespace %s; they stay after the teardown",
+			l.opts.Nodes, l.opts.Nodes, l.id, JobNamespace)
+		l.say("the guest (QEMU user networking) must reach the API server named in its kube-public/cluster-info")
 		return nil
 	}
 	port, err := freePort()
@@ -80,11 +88,7 @@ func (l *Lab) seed(ctx context.Context) error {
 	for i := range l.opts.Nodes {
 		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1)}
 		n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
-		args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
-			"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
-		for _, k := range keys {
-			args = append(args, "--label", k+"="+l.opts.Labels[k])
-		}
+		args := l.tokenArgs(n, keys)
 		out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			l.say("    token %s | %s", n.Name, line)
@@ -95,6 +99,21 @@ func (l *Lab) seed(ctx context.Context) error {
 		l.Nodes = append(l.Nodes, n)
 	}
 	return nil
+}
+
+// tokenArgs are the `joiner token` arguments of a node's seed. With
+// --image-manifest, a cluster the image cannot join is refused before any
+// node boots.
+func (l *Lab) tokenArgs(n *Node, labelKeys []string) []string {
+	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
+		"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
+	if l.Manifest != "" {
+		args = append(args, "--image-manifest", l.Manifest)
+	}
+	for _, k := range labelKeys {
+		args = append(args, "--label", k+"="+l.opts.Labels[k])
+	}
+	return args
 }
 
 // prefixWriter turns writes into progress lines.

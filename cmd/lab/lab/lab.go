@@ -43,8 +43,9 @@ type Options struct {
 	// WorkDir holds everything else (plugin directory, control plane, seeds,
 	// the nodes' disk overlays, SSH key); Close removes it.
 	WorkDir string
-	// Kubeconfig is the user's own cluster; empty starts a local control
-	// plane on 127.0.0.1, which the guest reaches as 10.0.2.2.
+	// Kubeconfig is the user's own cluster (cmd/lab's -kubeconfig; never
+	// taken from $KUBECONFIG); empty starts a local control plane on
+	// 127.0.0.1, which the guest reaches as 10.0.2.2.
 	Kubeconfig  string
 	Accelerator string            // "tcg" (default) or "kvm"
 	Labels      map[string]string // node labels asked for with `joiner token --label`
@@ -171,8 +172,8 @@ func (o *Options) defaults() error {
 		missing = append(missing, "the image and work directories must be set")
 	}
 	if o.Kubeconfig != "" {
-		if _, err := os.Stat(o.Kubeconfig); err != nil {
-			missing = append(missing, fmt.Sprintf("KUBECONFIG: %v", err))
+		if _, err := DescribeKubeconfig(o.Kubeconfig); err != nil {
+			missing = append(missing, fmt.Sprintf("%s %s: %v", KubeconfigFlag, o.Kubeconfig, err))
 		}
 	}
 	if len(missing) > 0 {

@@ -1,5 +1,11 @@
 package config
 
+// Where a node looks for a join seed file (Paths.SeedFile), per OS.
+const (
+	SeedFileLinux   = "/etc/kubenode/joiner-seed.yaml"
+	SeedFileWindows = `C:\ProgramData\kubenode\joiner-seed.yaml`
+)
+
 // Paths are where a node keeps what the joiner reads and writes. Defaults
 // differ per OS (paths_windows.go, paths_other.go); tests point them at a
 // temporary directory.
@@ -17,6 +23,11 @@ type Paths struct {
 	Hosts string
 	// Log is the joiner's log file.
 	Log string
+	// SeedFile is a join seed delivered as a file rather than a disc (by
+	// cloud-init user data, or the user's own tooling): read, under the
+	// same rules as a seed disc, while the joiner waits for its seed, and
+	// removed after the join.
+	SeedFile string
 	// SeedDevices are glob patterns of block devices that may hold the join
 	// seed disc (Linux; on Windows every drive letter is looked at).
 	SeedDevices []string

@@ -9,6 +9,7 @@ const DefaultCRISocket = "unix:///run/containerd/containerd.sock"
 func DefaultPaths() Paths {
 	return Paths{
 		Config:        "/etc/kubenode/joiner.yaml",
+		SeedFile:      SeedFileLinux,
 		KubeadmConfig: "/etc/kubenode/kubeadm-join.yaml",
 		KubeletConf:   "/etc/kubernetes/kubelet.conf",
 		KubeadmFlags:  "/var/lib/kubelet/kubeadm-flags.env",

@@ -10,6 +10,7 @@ const DefaultCRISocket = "npipe:////./pipe/containerd-containerd"
 func DefaultPaths() Paths {
 	return Paths{
 		Config:        `C:\ProgramData\kubenode\joiner.yaml`,
+		SeedFile:      SeedFileWindows,
 		KubeadmConfig: `C:\ProgramData\kubenode\kubeadm-join.yaml`,
 		KubeletConf:   `C:\etc\kubernetes\kubelet.conf`,
 		KubeadmFlags:  `C:\var\lib\kubelet\kubeadm-flags.env`,

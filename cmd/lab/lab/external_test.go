@@ -1,0 +1,84 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const twoContexts = `apiVersion: v1
+kind: Config
+clusters:
+- {name: prod, cluster: {server: "https://prod.example.com:6443"}}
+- {name: lab, cluster: {server: "https://192.168.150.1:6443"}}
+users: [{name: admin, user: {token: t}}]
+contexts:
+- {name: prod-admin, context: {cluster: prod, user: admin}}
+- {name: kind-lab, context: {cluster: lab, user: admin}}
+current-context: kind-lab
+`
+
+func writeKubeconfig(t *testing.T, data string) string {
+	p := filepath.Join(t.TempDir(), "admin.conf")
+	require.NoError(t, os.WriteFile(p, []byte(data), 0o600))
+	return p
+}
+
+func TestDescribeKubeconfigNamesTheCurrentContextsCluster(t *testing.T) {
+	// $KUBECONFIG names another file: only the one given counts.
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, strings.ReplaceAll(twoContexts, "current-context: kind-lab", "current-context: prod-admin")))
+	got, err := DescribeKubeconfig(writeKubeconfig(t, twoContexts))
+	require.NoError(t, err)
+	assert.Equal(t, Target{Context: "kind-lab", Server: "https://192.168.150.1:6443"}, got)
+
+	_, err = DescribeKubeconfig(writeKubeconfig(t, "current-context: [\n"))
+	assert.Error(t, err)
+	_, err = DescribeKubeconfig(writeKubeconfig(t, strings.ReplaceAll(twoContexts, "current-context: kind-lab", "current-context: gone")))
+	assert.Error(t, err, "a current-context that does not exist")
+}
+
+func TestExportedKubeconfigIsIgnoredAndSaysSo(t *testing.T) {
+	assert.Empty(t, IgnoredKubeconfig(""))
+	msg := IgnoredKubeconfig("/home/u/.kube/prod")
+	assert.Contains(t, msg, "KUBECONFIG=/home/u/.kube/prod is ignored")
+	assert.Contains(t, msg, `make lab LAB_FLAGS="-kubeconfig /home/u/.kube/prod"`)
+}
+
+// Without -kubeconfig, Options.Kubeconfig is empty whatever $KUBECONFIG
+// says; with it, a file that does not load is refused naming the flag
+// before anything starts.
+func TestKubeconfigThatDoesNotLoadIsRefusedNamingTheFlag(t *testing.T) {
+	o := Options{Root: t.TempDir(), Joiner: "/nonexistent", KubernetesDir: t.TempDir(), SkipBuild: true,
+		ImageDir: t.TempDir(), WorkDir: t.TempDir(), Kubeconfig: filepath.Join(t.TempDir(), "missing.conf")}
+	err := o.defaults()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-kubeconfig "+o.Kubeconfig+": ")
+}
+
+// With -kubeconfig, the cluster stage prints the context and server it is
+// about to change, and starts no control plane.
+func TestClusterStageNamesTheExternalCluster(t *testing.T) {
+	var out bytes.Buffer
+	path := writeKubeconfig(t, twoContexts)
+	l := &Lab{opts: Options{Kubeconfig: path, Nodes: 2, Out: &out}, id: "abc", began: time.Now()}
+	require.NoError(t, l.cluster(context.Background()))
+	assert.Equal(t, path, l.Kubeconfig)
+	assert.Contains(t, out.String(), `using the external cluster of -kubeconfig `+path+`: context "kind-lab", API server https://192.168.150.1:6443`)
+	assert.Contains(t, out.String(), "about to change that cluster: 2 bootstrap token(s)")
+	assert.Empty(t, l.undo, "nothing was started")
+}
+
+func TestSeedChecksTheImageAgainstTheCluster(t *testing.T) {
+	l := &Lab{opts: Options{Labels: map[string]string{"kubenode.io/lab": "true"}}, Kubeconfig: "/k/admin.conf", Manifest: "/img/kubenode-manifest.json"}
+	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso"}
+	assert.Equal(t, []string{"token", "--kubeconfig", "/k/admin.conf", "--seed-iso", "/w/seed.iso", "--ttl", "2h",
+		"--description", "kubenode lab node kubenode-lab-abc-1", "--node-name", "kubenode-lab-abc-1",
+		"--image-manifest", "/img/kubenode-manifest.json", "--label", "kubenode.io/lab=true"}, l.tokenArgs(n, []string{"kubenode.io/lab"}))
+}
