@@ -214,6 +214,25 @@ type Config struct {
 	// cannot be logged on to with a password (see docs/security.md).
 	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
+	// How nodes made from the image join their cluster (Cluster API:
+	// config_bootstrap.go). `joiner` (the joiner and its first-boot
+	// service, from the seed disc) or `cluster-api` (Linux: cloud-init runs
+	// the user data of Cluster API's kubeadm bootstrap provider, which
+	// holds `kubeadm join`; the image gets cloud-init with Jinja and
+	// `cloud_init_datasources`, no joiner, and `install_joiner`,
+	// `artifacts.joiner`, `artifact_checksums.joiner`, `node_labels` and
+	// `kubelet_extra_args` are refused: the KubeadmConfig carries labels
+	// and kubelet flags). Refused for Windows. Default `joiner`.
+	Bootstrap string `mapstructure:"bootstrap"`
+	// With `bootstrap = "cluster-api"`: cloud-init's `datasource_list`,
+	// written to `/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg`,
+	// names cloud-init knows (`NoCloud`, `ConfigDrive`, `OpenStack`,
+	// `Ec2`, `None`, ...), each once. Default `["NoCloud", "ConfigDrive",
+	// "OpenStack", "None"]`: a cidata disc (Proxmox and other NoCloud
+	// providers), a config-2 drive (Metal3/Ironic, KubeVirt, OpenStack),
+	// OpenStack's metadata service.
+	CloudInitDatasources []string `mapstructure:"cloud_init_datasources"`
+
 	ctx interpolate.Context
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
@@ -236,6 +255,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 
 	if c.GuestOS != "" && c.GuestOS != "linux" && c.GuestOS != "windows" {
 		add("guest_os_type: %q is not linux or windows", c.GuestOS)
+	}
+	for _, err := range c.prepareBootstrap() {
+		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.ContainerdSource == "" {
 		c.ContainerdSource = "tarball"
