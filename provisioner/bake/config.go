@@ -214,15 +214,17 @@ type Config struct {
 	// cannot be logged on to with a password (see docs/security.md).
 	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
-	// How nodes made from the image join their cluster (Cluster API:
-	// config_bootstrap.go). `joiner` (the joiner and its first-boot
-	// service, from the seed disc) or `cluster-api` (Linux: cloud-init runs
-	// the user data of Cluster API's kubeadm bootstrap provider, which
-	// holds `kubeadm join`; the image gets cloud-init with Jinja and
-	// `cloud_init_datasources`, no joiner, and `install_joiner`,
-	// `artifacts.joiner`, `artifact_checksums.joiner`, `node_labels` and
-	// `kubelet_extra_args` are refused: the KubeadmConfig carries labels
-	// and kubelet flags). Refused for Windows. Default `joiner`.
+	// Cluster API's bootstrap; the checks are in config_bootstrap.go.
+
+	// How nodes made from the image join their cluster: `joiner` (the
+	// joiner and its first-boot service, from the seed disc) or
+	// `cluster-api` (Linux: cloud-init runs the user data of Cluster API's
+	// kubeadm bootstrap provider, which holds `kubeadm join`; the image
+	// gets cloud-init with Jinja and `cloud_init_datasources` and no
+	// joiner; `install_joiner = true`, `artifacts.joiner`,
+	// `artifact_checksums.joiner`, `node_labels` and `kubelet_extra_args`
+	// are refused: the KubeadmConfigTemplate carries labels and kubelet
+	// flags). Refused for Windows. Default `joiner`.
 	Bootstrap string `mapstructure:"bootstrap"`
 	// With `bootstrap = "cluster-api"`: cloud-init's `datasource_list`,
 	// written to `/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg`,
