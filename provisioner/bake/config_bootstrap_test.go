@@ -2,10 +2,13 @@ package bake
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +127,22 @@ func TestProvisionLinuxClusterAPI(t *testing.T) {
 	require.NotNil(t, rec)
 	assert.Equal(t, "cluster-api", rec.Facts.Bootstrap)
 	assert.Empty(t, rec.Facts.Joiner)
+}
+
+// The keys decode from HCL as users write them (the generated spec),
+// through Prepare.
+func TestBootstrapFromHCL(t *testing.T) {
+	src := fmt.Sprintf(`
+download_cache_dir     = %q
+bootstrap              = "cluster-api"
+cloud_init_datasources = ["ConfigDrive", "None"]
+`, t.TempDir())
+	f, diags := hclparse.NewParser().ParseHCL([]byte(src), "bake.pkr.hcl")
+	require.False(t, diags.HasErrors(), diags.Error())
+	var p Provisioner
+	v, diags := hcldec.Decode(f.Body, p.ConfigSpec(), nil)
+	require.False(t, diags.HasErrors(), diags.Error())
+	require.NoError(t, p.Prepare(v))
+	assert.Equal(t, "cluster-api", p.config.Bootstrap)
+	assert.Equal(t, []string{"ConfigDrive", "None"}, p.config.CloudInitDatasources)
 }
