@@ -20,6 +20,10 @@ type Facts struct {
 	CNIPlugins string `json:"cni_plugins"`
 	PauseImage string `json:"pause_image"`
 	Joiner     string `json:"joiner"`
+	// Bootstrap is how nodes from the image join: "joiner" (kubenode's
+	// joiner) or "cluster-api" (cloud-init runs Cluster API's kubeadm
+	// bootstrap data). Empty in the records of earlier bakes.
+	Bootstrap string `json:"bootstrap,omitempty"`
 	// Checksums are the sha256 of each artifact uploaded, by name.
 	Checksums map[string]string `json:"checksums"`
 	// Images are the images the bake preloaded into containerd's k8s.io

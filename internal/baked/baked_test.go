@@ -11,7 +11,7 @@ func TestWriteThenTakeOnce(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("PACKER_RUN_UUID", "8d3f-run")
 	f := Record{
-		Facts: Facts{Kubernetes: "v1.33.13", Containerd: "1.6.20", Checksums: map[string]string{"kubelet": "ab"}},
+		Facts: Facts{Kubernetes: "v1.33.13", Containerd: "1.6.20", Bootstrap: "cluster-api", Checksums: map[string]string{"kubelet": "ab"}},
 		OS:    GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"},
 	}
 	require.NoError(t, Write("kubenode-libvirt.debian/../x", f))

@@ -153,7 +153,7 @@ func TestManifestOSIsWhatTheGuestReported(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
 	require.NoError(t, baked.Write("kubenode-libvirt.debian", baked.Record{
-		Facts: baked.Facts{Kubernetes: "v1.33.13", Checksums: map[string]string{}},
+		Facts: baked.Facts{Kubernetes: "v1.33.13", Bootstrap: "cluster-api", Checksums: map[string]string{}},
 		OS:    baked.GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"},
 	}))
 	p := &PostProcessor{}
@@ -167,6 +167,14 @@ func TestManifestOSIsWhatTheGuestReported(t *testing.T) {
 	assert.Equal(t, OSInfo{Family: "linux", ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)", SeedFlavor: "cloud-init"}, m.OS)
 	require.NotNil(t, m.Baked)
 	assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+	raw, err := os.ReadFile(filepath.Join(dir, "out", ManifestFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"bootstrap": "cluster-api"`, "the manifest says how nodes from the image join")
+	schema, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "manifest.schema.json"))
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(strings.Replace(string(raw), `"bootstrap": "cluster-api"`, `"bootstrap": "ignition"`, 1)))
+	require.NoError(t, err)
+	assert.Error(t, schema.Validate(doc), "bootstrap is joiner or cluster-api")
 
 	for _, tc := range []struct {
 		name    string

@@ -238,6 +238,27 @@ type Config struct {
 	// docs/security.md).
 	CloneAdminPassword string `mapstructure:"clone_admin_password"`
 
+	// Cluster API's bootstrap; the checks are in config_bootstrap.go.
+
+	// How nodes made from the image join their cluster: `joiner` (the
+	// joiner and its first-boot service, from the seed disc) or
+	// `cluster-api` (Linux: cloud-init runs the user data of Cluster API's
+	// kubeadm bootstrap provider, which holds `kubeadm join`; the image
+	// gets cloud-init with Jinja and `cloud_init_datasources` and no
+	// joiner; `install_joiner = true`, `artifacts.joiner`,
+	// `artifact_checksums.joiner`, `node_labels` and `kubelet_extra_args`
+	// are refused: the KubeadmConfigTemplate carries labels and kubelet
+	// flags). Refused for Windows. Default `joiner`.
+	Bootstrap string `mapstructure:"bootstrap"`
+	// With `bootstrap = "cluster-api"`: cloud-init's `datasource_list`,
+	// written to `/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg`,
+	// names cloud-init knows (`NoCloud`, `ConfigDrive`, `OpenStack`,
+	// `Ec2`, `None`, ...), each once. Default `["NoCloud", "ConfigDrive",
+	// "OpenStack", "None"]`: a cidata disc (Proxmox and other NoCloud
+	// providers), a config-2 drive (Metal3/Ironic, KubeVirt, OpenStack),
+	// OpenStack's metadata service.
+	CloudInitDatasources []string `mapstructure:"cloud_init_datasources"`
+
 	ctx interpolate.Context
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
@@ -260,6 +281,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 
 	if c.GuestOS != "" && c.GuestOS != "linux" && c.GuestOS != "windows" {
 		add("guest_os_type: %q is not linux or windows", c.GuestOS)
+	}
+	for _, err := range c.prepareBootstrap() {
+		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	if c.ContainerdSource == "" {
 		c.ContainerdSource = "tarball"

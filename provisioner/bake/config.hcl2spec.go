@@ -56,6 +56,8 @@ type FlatConfig struct {
 	Generalize              *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
 	KeepBuildAccount        *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
 	CloneAdminPassword      *string              `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
+	Bootstrap               *string              `mapstructure:"bootstrap" cty:"bootstrap" hcl:"bootstrap"`
+	CloudInitDatasources    []string             `mapstructure:"cloud_init_datasources" cty:"cloud_init_datasources" hcl:"cloud_init_datasources"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -116,6 +118,8 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"generalize":                 &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
 		"keep_build_account":         &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
 		"clone_admin_password":       &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
+		"bootstrap":                  &hcldec.AttrSpec{Name: "bootstrap", Type: cty.String, Required: false},
+		"cloud_init_datasources":     &hcldec.AttrSpec{Name: "cloud_init_datasources", Type: cty.List(cty.String), Required: false},
 	}
 	return s
 }

@@ -35,6 +35,9 @@ func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
 		Generalize:        *c.Generalize,
 		Staging:           linux.Staging,
 		SettleTimeout:     c.SettleTimeout,
+
+		Bootstrap:            c.Bootstrap,
+		CloudInitDatasources: c.CloudInitDatasources,
 	}
 	if plan.PauseImage == "" {
 		plan.PauseImage = k8s.PauseImage

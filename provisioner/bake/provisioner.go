@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
@@ -48,6 +49,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
 	}
 	if guest == "windows" {
+		if c.Bootstrap == node.BootstrapClusterAPI {
+			return errClusterAPIWindows
+		}
 		if c.KeepBuildAccount {
 			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
 		}
@@ -71,6 +75,9 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	ui.Say(fmt.Sprintf("kubenode-bake: Kubernetes %s, containerd from %s, cni %s, pause image %s",
 		plan.KubernetesVersion, c.ContainerdSource, c.CNI, plan.PauseImage))
 	ui.Say(crictlSummary(plan.CrictlVersion))
+	if plan.Bootstrap == node.BootstrapClusterAPI {
+		ui.Say(fmt.Sprintf(`kubenode-bake: bootstrap = "cluster-api": cloud-init (datasources %s) runs Cluster API's kubeadm join; no joiner`, strings.Join(plan.CloudInitDatasources, ", ")))
+	}
 	arts, err = c.resolve(ctx, ui, arts)
 	if err != nil {
 		return err
@@ -91,6 +98,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if err != nil {
 		return err
 	}
+	rec.Facts.Bootstrap = c.Bootstrap
 	facts := rec.Facts
 	if err := baked.Write(c.PackerBuildName, rec); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
@@ -133,6 +141,7 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 	if err != nil {
 		return err
 	}
+	facts.Bootstrap = c.Bootstrap
 	if err := baked.Write(c.PackerBuildName, baked.Record{Facts: facts, OS: guest}); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}

@@ -60,6 +60,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	assert.Equal(t, plan.Containerd.Version, facts.Containerd)
 	assert.Equal(t, plan.PauseImage, facts.PauseImage)
 	assert.Equal(t, "v0.9.1", facts.Joiner)
+	assert.Equal(t, "joiner", facts.Bootstrap, "the default bootstrap, recorded for the manifest")
 	sum := sha256.Sum256([]byte("local " + versions.ArtifactKubelet))
 	assert.Equal(t, hex.EncodeToString(sum[:]), facts.Checksums[versions.ArtifactKubelet])
 

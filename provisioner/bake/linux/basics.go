@@ -10,12 +10,14 @@ import (
 // selfCheck is what the Linux self-check expects of the guest.
 func (p Plan) selfCheck() node.SelfCheck {
 	return node.SelfCheck{
-		KubernetesVersion: p.KubernetesVersion,
-		ContainerdVersion: p.ContainerdVersion,
-		CrictlVersion:     p.CrictlVersion,
-		Joiner:            len(p.JoinerConfig) > 0,
-		BridgeCNI:         p.CNI == "bridge",
-		Images:            append(slices.Clone(p.CheckImages), p.Images.Refs()...),
+		KubernetesVersion:    p.KubernetesVersion,
+		ContainerdVersion:    p.ContainerdVersion,
+		CrictlVersion:        p.CrictlVersion,
+		Joiner:               len(p.JoinerConfig) > 0,
+		ClusterAPI:           p.clusterAPI(),
+		BridgeCNI:            p.CNI == "bridge",
+		Images:               append(slices.Clone(p.CheckImages), p.Images.Refs()...),
+		CloudInitDatasources: p.CloudInitDatasources,
 	}
 }
 

@@ -99,6 +99,9 @@ func SelfCheck(c node.SelfCheck) []byte {
 	s.line("else")
 	s.line("  enabled %s", linuxGrowrootUnit)
 	s.line("fi")
+	if c.ClusterAPI {
+		linuxClusterAPISelfCheck(s, c)
+	}
 	if len(c.Images) > 0 {
 		s.line("# Preloaded images")
 		s.line("if images=$(ctr -n k8s.io images ls -q 2>&1); then")

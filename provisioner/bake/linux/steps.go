@@ -58,7 +58,17 @@ type Plan struct {
 	// hosts directory.
 	Images        node.Images
 	RegistryHosts []node.RegistryHost
+
+	// Bootstrap is how a node from the image joins (node.BootstrapJoiner,
+	// the default when empty, or node.BootstrapClusterAPI; clusterapi.go).
+	Bootstrap string
+	// CloudInitDatasources is the datasource_list written for
+	// node.BootstrapClusterAPI.
+	CloudInitDatasources []string
 }
+
+// clusterAPI says the image is for Cluster API's kubeadm bootstrap.
+func (p Plan) clusterAPI() bool { return p.Bootstrap == node.BootstrapClusterAPI }
 
 // proxyEnv are the proxy's variables, in both spellings.
 func proxyEnv(p node.Proxy) []string {
@@ -97,6 +107,9 @@ func Steps(p Plan) []node.Step {
 	}
 	if step, ok := linuxImagesStep(p); ok {
 		steps = append(steps, step)
+	}
+	if p.clusterAPI() {
+		steps = append(steps, node.Step{Name: node.StepClusterAPI, Script: linuxClusterAPI(p)})
 	}
 	if len(p.JoinerConfig) > 0 {
 		steps = append(steps, node.Step{Name: "joiner", Script: linuxJoiner(p)})
@@ -464,7 +477,11 @@ WantedBy=multi-user.target
 `, "systemctl daemon-reload; systemctl enable -q kubenode-ssh-hostkeys.service")
 	linuxLockAccount(s, p.LockAccount)
 	linuxRemoveInstallerProxy(s)
-	s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")
+	if p.clusterAPI() {
+		linuxCleanCloudInit(s)
+	} else {
+		s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")
+	}
 	s.line("if command -v apt-get >/dev/null; then apt-get clean; fi")
 	s.line("find /var/log -type f \\( -name '*.gz' -o -name '*.[0-9]' \\) -delete")
 	s.line("find /var/log -type f -exec truncate -s 0 {} +")

@@ -26,6 +26,14 @@ type SelfCheck struct {
 	CrictlVersion string
 	// Joiner: the joiner's service is installed (Linux: enabled).
 	Joiner bool
+	// ClusterAPI: the image is for Cluster API's kubeadm bootstrap
+	// (Linux): cloud-init with Jinja and CloudInitDatasources, no joiner,
+	// kubeadm, kubelet and kubectl in /usr/bin, containerd's socket where
+	// kubeadm looks, sshd enabled.
+	ClusterAPI bool
+	// CloudInitDatasources is the datasource_list the bake wrote
+	// (ClusterAPI only).
+	CloudInitDatasources []string
 	// BridgeCNI: the bridge config's plugins (bridge, host-local, loopback)
 	// are in the CNI bin directory (Linux, cni = "bridge").
 	BridgeCNI bool

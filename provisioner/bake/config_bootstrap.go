@@ -1,0 +1,72 @@
+package bake
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+)
+
+// prepareBootstrap sets the defaults of `bootstrap` and
+// `cloud_init_datasources` and reports their problems. With
+// `bootstrap = "cluster-api"` the image has no joiner: the keys that only
+// configure the joiner are refused rather than silently dropped, and
+// install_joiner is set false. Call it before install_joiner's default is
+// set.
+func (c *Config) prepareBootstrap() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Bootstrap == "" {
+		c.Bootstrap = node.BootstrapJoiner
+	}
+	switch c.Bootstrap {
+	case node.BootstrapJoiner:
+		if len(c.CloudInitDatasources) > 0 {
+			add(`cloud_init_datasources: only used with bootstrap = "cluster-api" (the joiner reads its seed disc itself); remove it, or set bootstrap = "cluster-api"`)
+		}
+		return errs
+	case node.BootstrapClusterAPI:
+	default:
+		add("bootstrap: %q is not %s or %s", c.Bootstrap, node.BootstrapJoiner, node.BootstrapClusterAPI)
+		return errs
+	}
+	if c.GuestOS == "windows" {
+		errs = append(errs, errClusterAPIWindows)
+	}
+	if c.InstallJoiner != nil && *c.InstallJoiner {
+		add(`install_joiner: bootstrap = "cluster-api" images have no joiner (cloud-init runs Cluster API's kubeadm join); remove install_joiner`)
+	}
+	f := false
+	c.InstallJoiner = &f
+	if _, ok := c.Artifacts[versions.ArtifactJoiner]; ok {
+		add(`artifacts.%s: bootstrap = "cluster-api" images have no joiner; remove it`, versions.ArtifactJoiner)
+	}
+	if _, ok := c.ArtifactChecksums[versions.ArtifactJoiner]; ok {
+		add(`artifact_checksums.%s: bootstrap = "cluster-api" images have no joiner; remove it`, versions.ArtifactJoiner)
+	}
+	if len(c.NodeLabels) > 0 {
+		add(`node_labels: the joiner sets them, and bootstrap = "cluster-api" images have none; set the labels in the KubeadmConfigTemplate (joinConfiguration.nodeRegistration.kubeletExtraArgs node-labels)`)
+	}
+	if len(c.KubeletExtraArgs) > 0 {
+		add(`kubelet_extra_args: the joiner passes them, and bootstrap = "cluster-api" images have none; set them in the KubeadmConfigTemplate (joinConfiguration.nodeRegistration.kubeletExtraArgs)`)
+	}
+	if len(c.CloudInitDatasources) == 0 {
+		c.CloudInitDatasources = slices.Clone(linux.DefaultCloudInitDatasources)
+	}
+	for i, ds := range c.CloudInitDatasources {
+		switch {
+		case !slices.Contains(linux.CloudInitDatasourceNames, ds):
+			add("cloud_init_datasources[%d]: %q is not a datasource cloud-init knows (known: %s)", i, ds, strings.Join(linux.CloudInitDatasourceNames, ", "))
+		case slices.Index(c.CloudInitDatasources, ds) != i:
+			add("cloud_init_datasources[%d]: %q is listed twice", i, ds)
+		}
+	}
+	return errs
+}
+
+// errClusterAPIWindows refuses Cluster API's bootstrap for a Windows guest.
+var errClusterAPIWindows = errors.New(`bootstrap: "cluster-api" is for Linux guests only (a Windows node made by Cluster API needs cloudbase-init, which kubenode-bake does not install); use bootstrap = "joiner" for Windows`)
