@@ -120,7 +120,7 @@ func TestProvisionLinuxClusterAPI(t *testing.T) {
 	g := &guesttest.Linux{}
 	ui := guesttest.NewUI()
 	require.NoError(t, p.Provision(context.Background(), ui, g, nil))
-	assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "cluster-api", "self-check", "cleanup"}, g.Steps)
+	assert.Equal(t, []string{"settle", "verify-artifacts", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "cluster-api", "self-check", "cleanup"}, g.Steps)
 	assert.Contains(t, ui.Out.String(), `bootstrap = "cluster-api": cloud-init (datasources NoCloud, ConfigDrive, OpenStack, None) runs Cluster API's kubeadm join; no joiner`)
 	rec, err := baked.Take("capi")
 	require.NoError(t, err)
