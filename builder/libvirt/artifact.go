@@ -129,20 +129,14 @@ func imageLabels(f ImageFacts, rec *baked.Record) map[string]string {
 		"seed_flavor": f.SeedFlavor,
 		"firmware":    f.Firmware,
 	}
-	if rec != nil {
-		l["os_id"], l["os_name"], l["os_build"] = rec.OS.ID, rec.OS.Name, rec.OS.Build
-		if rec.OS.Version != "" {
-			l["os_version"] = rec.OS.Version
-		}
-		l["kubernetes_version"] = rec.Facts.Kubernetes
-		l["containerd_version"] = rec.Facts.Containerd
+	if rec == nil {
+		return baked.Labels(l, nil)
 	}
-	for k, v := range l {
-		if v == "" {
-			delete(l, k)
-		}
+	l["os_id"], l["os_name"], l["os_build"] = rec.OS.ID, rec.OS.Name, rec.OS.Build
+	if rec.OS.Version != "" {
+		l["os_version"] = rec.OS.Version
 	}
-	return l
+	return baked.Labels(l, &rec.Facts)
 }
 
 // absPath is p made absolute against the working directory packer runs

@@ -9,6 +9,7 @@ import (
 	registryimage "github.com/hashicorp/packer-plugin-sdk/packer/registry/image"
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // Artifact is the finished images, their checksum files and the manifest.
@@ -92,16 +93,7 @@ func (a *Artifact) labels(out Output) map[string]string {
 		"compression": out.Compression,
 		"sha256":      out.SHA256,
 	}
-	if m.Baked != nil {
-		l["kubernetes_version"] = m.Baked.Kubernetes
-		l["containerd_version"] = m.Baked.Containerd
-	}
-	for k, v := range l {
-		if v == "" {
-			delete(l, k)
-		}
-	}
-	return l
+	return baked.Labels(l, m.Baked)
 }
 
 // Destroy removes the files this post-processor wrote.

@@ -783,16 +783,24 @@ func VerifyScript(uploads []Upload) []byte {
 	s.Line("    return $true")
 	s.Line("}")
 	s.Blank()
+	everyUpload(s, uploads, func(u Upload) string {
+		return fmt.Sprintf("Test-KubenodeArtifact -Name %s -Path %s -Want %s", powershell.Quote(u.name()), powershell.Quote(windowsPath(u.Remote)), powershell.Quote(strings.ToLower(u.SHA256)))
+	})
+	return s.Bytes()
+}
+
+// everyUpload calls the script's function (call's command) for each
+// upload, every one even after one failed, and exits 1 if any did.
+func everyUpload(s *powershell.Script, uploads []Upload, call func(Upload) string) {
 	s.Line("$good = $true")
 	for _, u := range uploads {
-		s.Line("if (-not (Test-KubenodeArtifact -Name %s -Path %s -Want %s)) {", powershell.Quote(u.name()), powershell.Quote(windowsPath(u.Remote)), powershell.Quote(strings.ToLower(u.SHA256)))
+		s.Line("if (-not (%s)) {", call(u))
 		s.Line("    $good = $false")
 		s.Line("}")
 	}
 	s.Line("if (-not $good) {")
 	s.Line("    exit 1")
 	s.Line("}")
-	return s.Bytes()
 }
 
 // FetchScript downloads each upload from its URL to its Remote path,
@@ -820,15 +828,9 @@ func FetchScript(uploads []Upload) []byte {
 	s.Line("    return $false")
 	s.Line("}")
 	s.Blank()
-	s.Line("$good = $true")
-	for _, u := range uploads {
-		s.Line("if (-not (Get-KubenodeArtifact -Name %s -Url %s -Path %s -Shown %s)) {", powershell.Quote(u.name()), powershell.Quote(u.URL), powershell.Quote(windowsPath(u.Remote)), powershell.Quote(u.Shown))
-		s.Line("    $good = $false")
-		s.Line("}")
-	}
-	s.Line("if (-not $good) {")
-	s.Line("    exit 1")
-	s.Line("}")
+	everyUpload(s, uploads, func(u Upload) string {
+		return fmt.Sprintf("Get-KubenodeArtifact -Name %s -Url %s -Path %s -Shown %s", powershell.Quote(u.name()), powershell.Quote(u.URL), powershell.Quote(windowsPath(u.Remote)), powershell.Quote(u.Shown))
+	})
 	return s.Bytes()
 }
 
