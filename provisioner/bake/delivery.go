@@ -46,5 +46,8 @@ func (c *Config) artifactServer(ui packersdk.Ui, generated map[string]interface{
 	if err != nil {
 		return nil, fmt.Errorf("artifact_delivery: serving the artifacts to the guest on %s (artifact_http_bind_address, artifact_http_port): %w", bind, err)
 	}
+	// Chosen by default: a guest that cannot reach the server gets them
+	// through the communicator, as before there was a server.
+	srv.Fallback = c.ArtifactDelivery == ""
 	return srv, nil
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +47,13 @@ func BindAddress(httpIP string) string {
 
 // Server serves artifacts until Close.
 type Server struct {
+	// Fallback: when the guest cannot download the artifacts (it cannot
+	// reach the server: a firewall, a route), they are uploaded through
+	// the communicator instead of failing the build. Set when HTTP was
+	// chosen by default rather than asked for. A file that arrives but
+	// differs from its checksum never falls back.
+	Fallback bool
+
 	srv    *http.Server
 	origin string
 	prefix string
@@ -168,6 +176,13 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	c.n.Add(int64(n))
+	return n, err
+}
+
+// ReadFrom keeps the response's own ReadFrom (sendfile for a file).
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(c.ResponseWriter, r)
+	c.n.Add(n)
 	return n, err
 }
 

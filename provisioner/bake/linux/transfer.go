@@ -16,50 +16,69 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
 
-// transfer puts the artifacts in staging (Staging but in tests) and has the guest check each
-// one's sha256 before anything is installed: downloaded by the guest from
-// srv, or uploaded through the communicator when srv is nil. It closes srv
-// once the guest has them.
+// transfer puts the artifacts in staging (Staging but in tests) and
+// has the guest check each one's sha256 before anything is installed:
+// downloaded by the guest from srv, or uploaded through the communicator
+// when srv is nil, or, with srv.Fallback, when the guest could not
+// download them (a file that arrived but differs never falls back). It
+// closes srv once the guest has them.
 func transfer(ctx context.Context, ui packersdk.Ui, r *remote.Remote, staging string, arts []versions.Artifact, srv *deliver.Server) error {
 	size := deliver.Size(arts)
-	began := time.Now()
-	var script []byte
-	how := "the communicator"
+	upload := arts
 	if srv != nil {
 		defer srv.Close()
-		how = "HTTP"
 		ui.Say(fmt.Sprintf("kubenode-bake [fetch-artifacts]: the guest downloads %d artifacts (%.1f MiB) over HTTP from %s", len(arts), float64(size)/(1<<20), srv.Origin()))
-		script = TransferScript(staging, arts, srv.URL, srv.Origin())
-	} else {
-		ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts (%.1f MiB) through the communicator", len(arts), float64(size)/(1<<20)))
+		began := time.Now()
+		out, err := runTransferScript(ctx, r, staging, "fetch-artifacts", TransferScript(staging, arts, srv.URL, srv.Origin()))
+		if err == nil {
+			ui.Say(fmt.Sprintf("kubenode-bake: artifacts on the guest over HTTP: %d files, %s", len(arts), deliver.Rate(size, time.Since(began))))
+			return nil
+		}
+		failed := node.LinesWith(out, "download failed: ")
+		if !srv.Fallback || len(failed) == 0 || len(node.LinesWith(out, "mismatch: ", "missing: ")) > 0 {
+			return err
+		}
+		_ = srv.Close()
+		upload = nil
 		for _, a := range arts {
-			dest := path.Join(staging, a.FileName)
-			ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, dest))
-			if err := r.Upload(a.Local, dest); err != nil {
-				return fmt.Errorf("uploading artifact %s: %w", a.Name, err)
+			if len(node.LinesWith(out, "download failed: artifact "+a.Name+" from ")) > 0 {
+				upload = append(upload, a)
 			}
 		}
-		script = TransferScript(staging, arts, nil, "")
+		ui.Error(fmt.Sprintf("kubenode-bake: warning: the guest could not download %d artifacts from %s (%s); they are uploaded through the communicator instead. "+
+			"Let the guest reach this machine's port (artifact_http_port names one), or set artifact_delivery = \"communicator\" to skip the attempt",
+			len(upload), srv.Origin(), failed[0]))
 	}
-	name := "verify-artifacts"
-	if srv != nil {
-		name = "fetch-artifacts"
-	}
-	file := path.Join(staging, "00-"+name+".sh")
-	if err := r.Comm.Upload(file, strings.NewReader(string(script)), nil); err != nil {
-		return fmt.Errorf("step %s: uploading its script: %w", name, err)
-	}
-	out, err := r.Run(ctx, name, "sh "+q(file))
-	if err != nil {
-		var se *remote.StepError
-		if errors.As(err, &se) {
-			return fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
-				strings.Join(node.LinesWith(out, "mismatch: ", "missing: ", "download failed: "), "\n  "))
+	ui.Say(fmt.Sprintf("kubenode-bake: uploading %d artifacts (%.1f MiB) through the communicator", len(upload), float64(deliver.Size(upload))/(1<<20)))
+	began := time.Now()
+	for _, a := range upload {
+		dest := path.Join(staging, a.FileName)
+		ui.Message(fmt.Sprintf("%s: %s -> %s", a.Name, a.Local, dest))
+		if err := r.Upload(a.Local, dest); err != nil {
+			return fmt.Errorf("uploading artifact %s: %w", a.Name, err)
 		}
+	}
+	if _, err := runTransferScript(ctx, r, staging, "verify-artifacts", TransferScript(staging, arts, nil, "")); err != nil {
 		return err
 	}
-	ui.Say(fmt.Sprintf("kubenode-bake: artifacts on the guest over %s: %d files, %s", how, len(arts), deliver.Rate(size, time.Since(began))))
+	ui.Say(fmt.Sprintf("kubenode-bake: artifacts on the guest over the communicator: %d files, %s", len(upload), deliver.Rate(deliver.Size(upload), time.Since(began))))
 	return nil
+}
+
+// runTransferScript uploads and runs a TransferScript as step name; a
+// failed check or download is an error listing every artifact named.
+func runTransferScript(ctx context.Context, r *remote.Remote, staging, name string, script []byte) (string, error) {
+	file := path.Join(staging, "00-"+name+".sh")
+	if err := r.Comm.Upload(file, strings.NewReader(string(script)), nil); err != nil {
+		return "", fmt.Errorf("step %s: uploading its script: %w", name, err)
+	}
+	out, err := r.Run(ctx, name, "sh "+q(file))
+	var se *remote.StepError
+	if errors.As(err, &se) {
+		return out, fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
+			strings.Join(node.LinesWith(out, "mismatch: ", "missing: ", "download failed: "), "\n  "))
+	}
+	return out, err
 }
 
 // TransferScript is the guest's script that checks each artifact in staging
@@ -73,18 +92,28 @@ func TransferScript(staging string, arts []versions.Artifact, url func(versions.
 	b.WriteString(`#!/bin/sh
 # kubenode-bake: the artifacts are what was checked on the build machine (sha256)
 set -u
+# One stream, in order: a tool's error and the line naming its artifact
+# are read together.
+exec 2>&1
 fail=0
 `)
 	if url != nil {
-		b.WriteString(`fetch() { # name file url shown
+		b.WriteString(`unreachable=0
+fetch() { # name file url shown
+  if [ "$unreachable" = 1 ]; then
+    echo "download failed: artifact $1 from $4: not tried, the server could not be reached"
+    fail=1
+    return 1
+  fi
   rm -f "$2"
   if command -v curl >/dev/null 2>&1; then
-    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3"
+    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3" && return 0
+    case $? in 7|28) unreachable=1 ;; esac
   elif command -v wget >/dev/null 2>&1; then
-    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3"
+    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3" && return 0
   else
-    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2"
-  fi && return 0
+    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2" && return 0
+  fi
   echo "download failed: artifact $1 from $4"
   fail=1
   return 1

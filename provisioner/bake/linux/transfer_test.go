@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,7 @@ func transferHere(t *testing.T, arts []versions.Artifact, srv *deliver.Server) (
 	staging := t.TempDir()
 	ui := guesttest.NewUI()
 	err := transfer(context.Background(), ui, &remote.Remote{Comm: here{}, UI: ui}, staging, arts, srv)
-	return staging, ui.Out.String(), err
+	return staging, ui.Out.String() + ui.Err.String(), err
 }
 
 func TestTransferOverHTTPDownloadsAndChecksEachArtifact(t *testing.T) {
@@ -92,11 +93,32 @@ func TestTransferOverHTTPDownloadsAndChecksEachArtifact(t *testing.T) {
 	assert.Regexp(t, `kubenode-bake: artifacts on the guest over HTTP: 2 files, 0\.0 MiB in [0-9.]+s`, out)
 	requests, _ := srv.Served()
 	assert.Equal(t, int64(2), requests)
-	// The guest has them: the server is closed.
 	_, err = os.Stat(filepath.Join(staging, "00-fetch-artifacts.sh"))
 	require.NoError(t, err)
-	_, _, err = transferHere(t, arts, srv)
-	assert.ErrorContains(t, err, "download failed: artifact kubelet from "+srv.Origin()+"/.../kubelet")
+	// The guest has them: the server is closed.
+	_, err = http.Get(srv.URL(arts[0]))
+	assert.Error(t, err)
+}
+
+// unreachable is a server the guest cannot reach: it listens on 127.0.0.1
+// and the URLs name 127.0.0.2, where connections are refused (the port
+// stays this server's, so nothing else answers there).
+func unreachable(t *testing.T, arts []versions.Artifact) *deliver.Server {
+	t.Helper()
+	srv, err := deliver.Start("127.0.0.1", 0, "127.0.0.2", arts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// HTTP asked for explicitly: a server the guest cannot reach fails the
+// transfer, naming the artifact and the server but not its secret path.
+func TestTransferOverHTTPFailsWhenTheServerIsUnreachable(t *testing.T) {
+	arts := artifacts(t)
+	srv := unreachable(t, arts)
+	_, _, err := transferHere(t, arts, srv)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "download failed: artifact kubelet from "+srv.Origin()+"/.../kubelet")
 	assert.NotContains(t, err.Error(), strings.TrimPrefix(srv.URL(arts[0]), srv.Origin()), "the secret path is not shown")
 }
 
@@ -127,4 +149,34 @@ func TestTransferThroughTheCommunicatorChecksToo(t *testing.T) {
 	require.NoError(t, os.WriteFile(arts[0].Local, []byte("changed after the check\n"), 0o644))
 	_, _, err = transferHere(t, arts, nil)
 	assert.ErrorContains(t, err, "mismatch: artifact kubelet")
+}
+
+// HTTP chosen by default (Fallback): a guest that cannot reach the server
+// gets the artifacts through the communicator, with a warning, after one
+// failed connection rather than one per artifact.
+func TestTransferFallsBackToTheCommunicatorWhenTheServerIsUnreachable(t *testing.T) {
+	arts := artifacts(t)
+	srv := unreachable(t, arts)
+	srv.Fallback = true
+	staging, out, err := transferHere(t, arts, srv)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "kubenode-bake: warning: the guest could not download 2 artifacts from "+srv.Origin())
+	assert.Contains(t, out, "download failed: artifact kubeadm from "+srv.Origin()+"/.../kubeadm: not tried, the server could not be reached")
+	assert.Regexp(t, `artifacts on the guest over the communicator: 2 files`, out)
+	for _, a := range arts {
+		assert.FileExists(t, filepath.Join(staging, a.FileName))
+	}
+}
+
+// A file that arrived but differs is never uploaded again: the build fails.
+func TestTransferNeverFallsBackOnAMismatch(t *testing.T) {
+	arts := artifacts(t)
+	srv, err := deliver.Start("127.0.0.1", 0, "127.0.0.1", arts)
+	require.NoError(t, err)
+	srv.Fallback = true
+	require.NoError(t, os.WriteFile(arts[0].Local, []byte("tampered\n"), 0o644))
+	_, out, err := transferHere(t, arts, srv)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mismatch: artifact kubelet")
+	assert.NotContains(t, out, "uploaded through the communicator instead")
 }

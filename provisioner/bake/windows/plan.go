@@ -94,6 +94,10 @@ type Plan struct {
 	// artifact, before they are checked (Bake closes the server they were
 	// downloaded from).
 	ArtifactsArrived func()
+	// FetchFallback: artifacts the guest could not download (it could not
+	// reach the server) are uploaded through the communicator instead of
+	// failing the bake (deliver.Server.Fallback).
+	FetchFallback bool
 }
 
 // Files are file names in the staging directory.

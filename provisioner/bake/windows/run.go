@@ -142,13 +142,35 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 	if len(fetch) > 0 {
 		ui.Say(fmt.Sprintf("kubenode-bake [fetch-artifacts]: the guest downloads %d artifacts to %s over HTTP", len(fetch), plan.Staging))
 		out, err := r.script(ctx, plan.Staging, "00-fetch-artifacts", FetchScript(fetch))
-		if err != nil {
-			var se *remote.StepError
-			if errors.As(err, &se) {
-				return fmt.Errorf("the guest could not download the artifacts, so nothing was installed:\n  %s",
-					strings.Join(node.LinesWith(out, "download failed: "), "\n  "))
-			}
+		var se *remote.StepError
+		switch {
+		case err == nil:
+		case !errors.As(err, &se):
 			return err
+		case !plan.FetchFallback:
+			return fmt.Errorf("the guest could not download the artifacts, so nothing was installed:\n  %s",
+				strings.Join(node.LinesWith(out, "download failed: "), "\n  "))
+		default:
+			// HTTP was the default, not asked for: what the guest could
+			// not download goes through the communicator, as it did
+			// before there was a server.
+			failed := node.LinesWith(out, "download failed: ")
+			var missed []Upload
+			for _, u := range fetch {
+				if len(node.LinesWith(out, "download failed: artifact "+u.name()+" from ")) > 0 {
+					missed = append(missed, u)
+				}
+			}
+			if len(failed) > 0 {
+				ui.Error(fmt.Sprintf("kubenode-bake: warning: the guest could not download %d artifacts (%s); they are uploaded through WinRM/SSH instead, which is slow. "+
+					"Let the guest reach this machine's port (artifact_http_port names one), or set artifact_delivery = \"communicator\" to skip the attempt", len(missed), failed[0]))
+			}
+			for _, u := range missed {
+				ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
+				if err := r.Upload(u.Local, u.Remote); err != nil {
+					return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
+				}
+			}
 		}
 	}
 	if plan.ArtifactsArrived != nil {
@@ -502,6 +524,7 @@ func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, pla
 	}
 	if srv != nil {
 		plan.ArtifactsArrived = func() { _ = srv.Close() }
+		plan.FetchFallback = srv.Fallback
 	}
 	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
 		return baked.Facts{}, err

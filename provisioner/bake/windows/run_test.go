@@ -235,6 +235,40 @@ func TestRunWindowsFailedDownloadNamesTheArtifact(t *testing.T) {
 	assert.Equal(t, []string{"mkdir", "fetch-artifacts"}, g.Steps())
 }
 
+// HTTP chosen by default (Fallback): a guest that cannot reach the server
+// (here the URLs name 127.0.0.2, where nothing listens on the server's
+// port) gets the artifacts through the communicator, with a warning.
+func TestBakeWindowsFallsBackToTheCommunicatorWhenTheServerIsUnreachable(t *testing.T) {
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	arts := testArtifacts(t, p)
+	srv, err := deliver.Start("127.0.0.1", 0, "127.0.0.2", arts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	srv.Fallback = true
+	ui := guesttest.NewUI()
+	_, err = Bake(context.Background(), ui, g, p, arts, srv)
+	require.NoError(t, err)
+	assert.Contains(t, ui.Err.String(), fmt.Sprintf("kubenode-bake: warning: the guest could not download %d artifacts", len(arts)))
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts"}, g.Steps()[:3])
+	_, logged, _ := g.Snapshot()
+	uploaded := 0
+	for _, entry := range logged {
+		if strings.HasPrefix(entry, "upload ") && !strings.HasSuffix(entry, ".ps1") && strings.Contains(entry, "kubenode/") {
+			uploaded++
+		}
+	}
+	assert.Equal(t, len(arts), uploaded, "every artifact uploaded once the download failed")
+
+	// Asked for explicitly, the same failure stops the bake.
+	g = guesttest.NewWindows()
+	srv2, err := deliver.Start("127.0.0.1", 0, "127.0.0.2", arts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv2.Close() })
+	_, err = Bake(context.Background(), guesttest.NewUI(), g, p, arts, srv2)
+	assert.ErrorContains(t, err, "the guest could not download the artifacts, so nothing was installed")
+}
+
 func TestRunWindowsRestartTimeout(t *testing.T) {
 	fastRestart(t)
 	g := guesttest.NewWindows()

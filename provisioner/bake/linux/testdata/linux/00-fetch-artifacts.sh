@@ -1,16 +1,26 @@
 #!/bin/sh
 # kubenode-bake: the artifacts are what was checked on the build machine (sha256)
 set -u
+# One stream, in order: a tool's error and the line naming its artifact
+# are read together.
+exec 2>&1
 fail=0
+unreachable=0
 fetch() { # name file url shown
+  if [ "$unreachable" = 1 ]; then
+    echo "download failed: artifact $1 from $4: not tried, the server could not be reached"
+    fail=1
+    return 1
+  fi
   rm -f "$2"
   if command -v curl >/dev/null 2>&1; then
-    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3"
+    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3" && return 0
+    case $? in 7|28) unreachable=1 ;; esac
   elif command -v wget >/dev/null 2>&1; then
-    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3"
+    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3" && return 0
   else
-    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2"
-  fi && return 0
+    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2" && return 0
+  fi
   echo "download failed: artifact $1 from $4"
   fail=1
   return 1

@@ -1,6 +1,9 @@
 #!/bin/sh
 # kubenode-bake: the artifacts are what was checked on the build machine (sha256)
 set -u
+# One stream, in order: a tool's error and the line naming its artifact
+# are read together.
+exec 2>&1
 fail=0
 verify() { # name file sha256
   if [ ! -f "$2" ]; then
