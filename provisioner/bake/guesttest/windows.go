@@ -129,6 +129,33 @@ var (
 	quotedPath = regexp.MustCompile(`'((?:[^']|'')*)'`)
 )
 
+var (
+	setAsideFrom = regexp.MustCompile(`\$setup = '([^']+)'`)
+	setAsideTo   = regexp.MustCompile(`\$before = '([^']+)'`)
+	setAsideMark = regexp.MustCompile(`Select-String -LiteralPath \$setup -SimpleMatch -Quiet -Pattern '([^']+)'`)
+	setAsideMove = regexp.MustCompile(`(?m)^    Move-Item -LiteralPath \$setup -Destination \$before$`)
+)
+
+// setAside plays a script that renames a file ($setup) not holding its
+// mark to $before, and fails when $before is taken.
+func (g *Windows) setAside(script string) (string, int) {
+	from, to, mark := setAsideFrom.FindStringSubmatch(script), setAsideTo.FindStringSubmatch(script), setAsideMark.FindStringSubmatch(script)
+	if from == nil || to == nil || mark == nil || !setAsideMove.MatchString(script) {
+		return "", 0
+	}
+	setup, before := remote.UploadPath(from[1]), remote.UploadPath(to[1])
+	data, ok := g.Files[setup]
+	if !ok || strings.Contains(strings.ToLower(string(data)), strings.ToLower(mark[1])) {
+		return "", 0
+	}
+	if _, taken := g.Files[before]; taken {
+		return from[1] + " is not kubenode's, and " + to[1] + " is taken\r\n", 1
+	}
+	g.Files[before] = data
+	delete(g.Files, setup)
+	return "changed: " + from[1] + " renamed " + to[1] + "\r\n", 0
+}
+
 // mkdir records the folders a New-Item -ItemType Directory -Force script
 // creates, with their parents (-Force creates them too).
 func (g *Windows) mkdir(script string) {
@@ -222,7 +249,7 @@ func (g *Windows) handle(command string) (string, int) {
 		case strings.HasPrefix(script, "New-Item -ItemType Directory"):
 			g.Log = append(g.Log, "mkdir")
 			g.mkdir(script)
-			return "", 0
+			return g.setAside(script)
 		case strings.Contains(script, "Win32_OperatingSystem).BuildNumber"):
 			return g.Build + "\r\n", 0
 		case strings.Contains(script, "'kubenode-os: '"):

@@ -24,6 +24,8 @@ func TestWindowsScriptsParse(t *testing.T) {
 		"OS query":   []byte(windowsOSQuery),
 		// Run by the sysprep step as -EncodedCommand.
 		"transport closer": []byte(windowsTransportCloser()),
+		// Run by the sysprep step as -EncodedCommand, before its uploads.
+		"first-boot prepare": []byte(firstBootPrepare(basePlan(t))),
 	}
 	for name, src := range renderedWindows(t) {
 		if strings.HasSuffix(name, ".ps1") {

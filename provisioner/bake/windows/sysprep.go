@@ -31,6 +31,13 @@ const (
 	// screen): it runs windowsFirstBootScript, then removes the answer file
 	// and its copies.
 	windowsSetupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
+	// windowsSetupCompleteBefore is a SetupComplete.cmd that was there
+	// before ours (the base image's, or an earlier provisioner's): the
+	// sysprep step renames it so, and ours calls it.
+	windowsSetupCompleteBefore = `C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd`
+	// windowsSetupCompleteMark is in our SetupComplete.cmd, and in no
+	// other.
+	windowsSetupCompleteMark = "rem kubenode:"
 	// windowsFirstBootScript closes again, on each clone, what the closer
 	// closed in the build VM (the closer's errors are not checked), and
 	// gives the clone an Administrator password of its own when
@@ -86,6 +93,28 @@ func firstBootDirs(p Plan) []string {
 		}
 	}
 	return dirs
+}
+
+// firstBootPrepare readies the guest for FirstBootFiles. It creates their
+// folders: SSH's scp and SFTP uploads, unlike WinRM's, create none, and a
+// fresh Windows has no C:\Windows\Setup\Scripts. A SetupComplete.cmd
+// already there that is not ours (the base image's, or an earlier
+// provisioner's) is renamed windowsSetupCompleteBefore, which ours calls;
+// when that name is taken too, it fails rather than lose either.
+func firstBootPrepare(p Plan) string {
+	s := &strings.Builder{}
+	fmt.Fprintf(s, "New-Item -ItemType Directory -Force -Path %s | Out-Null\n", psList(firstBootDirs(p)))
+	fmt.Fprintf(s, "$setup = %s\n", powershell.Quote(windowsSetupComplete))
+	fmt.Fprintf(s, "$before = %s\n", powershell.Quote(windowsSetupCompleteBefore))
+	fmt.Fprintf(s, "if ((Test-Path -LiteralPath $setup) -and -not (Select-String -LiteralPath $setup -SimpleMatch -Quiet -Pattern %s)) {\n", powershell.Quote(windowsSetupCompleteMark))
+	s.WriteString("    if (Test-Path -LiteralPath $before) {\n")
+	s.WriteString("        Write-Output ($setup + ' is not kubenode''s, and ' + $before + ' is taken: merge them into ' + $before + ' (kubenode''s SetupComplete.cmd calls it) or remove one, then build again')\n")
+	s.WriteString("        exit 1\n")
+	s.WriteString("    }\n")
+	s.WriteString("    Move-Item -LiteralPath $setup -Destination $before\n")
+	s.WriteString("    Write-Output ('changed: ' + $setup + ' renamed ' + $before + ': the first boot runs it after kubenode''s first-boot script')\n")
+	s.WriteString("}\n")
+	return s.String()
 }
 
 // windowsFirstBootFiles are the answer files a clone's first boot removes
@@ -195,16 +224,20 @@ func FirstBootFiles(p Plan) []GuestFile {
 }
 
 // windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it runs the
-// first-boot script, then deletes it, the answer files (they hold the
-// Administrator password) and itself. A failing first-boot script stops
-// none of that: its transcript says what failed.
+// first-boot script, then deletes it and the answer files (they hold the
+// Administrator password), calls the SetupComplete.cmd that was there
+// before (windowsSetupCompleteBefore) if there was one, and deletes
+// itself. A failing first-boot script stops none of that: its transcript
+// says what failed.
 func windowsSetupCompleteCmd() string {
 	var b strings.Builder
-	b.WriteString("@echo off\r\nrem kubenode: close what the build opened, then remove the answer files, which hold the Administrator password.\r\n")
+	fmt.Fprintf(&b, "@echo off\r\n%s close what the build opened, then remove the answer files, which hold the Administrator password.\r\n", windowsSetupCompleteMark)
 	fmt.Fprintf(&b, "%s\r\n", windowsFirstBootCommand)
 	for _, f := range append([]string{windowsFirstBootScript}, windowsFirstBootFiles...) {
 		fmt.Fprintf(&b, "if exist \"%s\" del /f /q \"%s\"\r\n", f, f)
 	}
+	b.WriteString("rem The SetupComplete.cmd that was here before kubenode's, if any.\r\n")
+	fmt.Fprintf(&b, "if exist \"%s\" call \"%s\"\r\n", windowsSetupCompleteBefore, windowsSetupCompleteBefore)
 	b.WriteString("del /f /q \"%~f0\"\r\n")
 	return b.String()
 }
@@ -611,11 +644,9 @@ func windowsSysprepArgs() []string {
 // that power-off too. Any other exit is sysprep's failure, with the tail
 // of its logs.
 func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
-	if dirs := firstBootDirs(p); len(dirs) > 0 {
-		// SSH's scp and SFTP uploads, unlike WinRM's, create no folder.
-		mkdir := "New-Item -ItemType Directory -Force -Path " + psList(dirs) + " | Out-Null"
-		if _, err := r.Run(ctx, stepSysprep, powershellEncoded(mkdir)); err != nil {
-			return err
+	if p.Generalize {
+		if _, err := r.Run(ctx, stepSysprep, powershellEncoded(firstBootPrepare(p))); err != nil {
+			return fmt.Errorf("%w\nthe first-boot files were not uploaded: their folders could not be made, or %s could not be set aside", err, windowsSetupComplete)
 		}
 	}
 	for _, f := range FirstBootFiles(p) {

@@ -500,3 +500,46 @@ func TestSysprepRemovesBuildKeysAndUploadLeftovers(t *testing.T) {
 	script := stepScript(t, p, stepSysprep)
 	assert.Contains(t, script, "Write-Host ('changed: removed ' + $file.FullName)", "each removal is logged")
 }
+
+// A SetupComplete.cmd already on the guest (the base image's, or an
+// earlier provisioner's) is not lost: it is renamed
+// SetupComplete-before-kubenode.cmd, and ours calls it once its
+// first-boot script has run and the answer files are gone. Ours from an
+// earlier run is simply replaced; when the new name is taken too, the
+// build stops before sysprep and says what to do.
+func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
+	p := basePlan(t)
+	setup, before := remote.UploadPath(windowsSetupComplete), remote.UploadPath(windowsSetupCompleteBefore)
+	theirs := "@echo off\r\nrem the base image's own\r\n"
+
+	g := guesttest.NewWindows()
+	g.Files[setup] = []byte(theirs)
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NotNil(t, g.AtSysprep)
+	assert.Equal(t, windowsSetupCompleteCmd(), string(g.AtSysprep.Files[setup]), "ours is in place")
+	assert.Equal(t, theirs, string(g.AtSysprep.Files[before]), "theirs is kept under the new name")
+
+	cmd := windowsSetupCompleteCmd()
+	call := strings.Index(cmd, `if exist "`+windowsSetupCompleteBefore+`" call "`+windowsSetupCompleteBefore+`"`+"\r\n")
+	require.Greater(t, call, 0)
+	assert.Greater(t, call, strings.Index(cmd, windowsFirstBootCommand), "after the first-boot script")
+	assert.Greater(t, call, strings.LastIndex(cmd, `del /f /q "`+windowsFirstBootAnswer+`"`), "after the answer files are gone")
+	assert.Less(t, call, strings.Index(cmd, `del /f /q "%~f0"`), "before ours deletes itself")
+
+	// Ours, from an earlier run on this guest: replaced, nothing renamed.
+	g = guesttest.NewWindows()
+	g.Files[setup] = []byte(windowsSetupCompleteCmd())
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	assert.NotContains(t, g.AtSysprep.Files, before)
+
+	// Both names taken: no upload, no sysprep, and a way out.
+	g = guesttest.NewWindows()
+	g.Files[setup] = []byte(theirs)
+	g.Files[before] = []byte("@echo off\r\n")
+	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is taken")
+	assert.Contains(t, firstBootPrepare(p), "merge them into ' + $before + ' (kubenode''s SetupComplete.cmd calls it) or remove one, then build again")
+	assert.Nil(t, g.AtSysprep)
+	assert.Equal(t, theirs, string(g.Files[setup]), "theirs is not overwritten")
+}
