@@ -21,7 +21,7 @@ import (
 var cloneChecks = map[string]struct{ linux, windows []string }{
 	"build-account": {
 		linux:   []string{"systemctl enable -q kubenode-lock-build-account.service", `usermod -L "$user"`, `rm -f "$home/.ssh/authorized_keys" "$home/.ssh/authorized_keys2"`},
-		windows: []string{"Disable-LocalUser -SID $account", "-Name 'BuildAccountSid' -PropertyType String -Value $build", "Disable-LocalUser -SID $sid", "Set-LocalUser -SID $admin.SID -Password $password"},
+		windows: []string{"Disable-LocalUser -SID $account", "-Name 'BuildAccountSid' -PropertyType String -Value $build", "Disable-LocalUser -SID $sid", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $builtin.SID", "$_.Name -eq 'administrators_authorized_keys'"},
 	},
 	"admin-rights": {
 		linux:   []string{`rm -f "/etc/sudoers.d/90-kubenode-$user"`, `sed -i "/^$user[[:space:]]/d" /etc/sudoers.d/90-cloud-init-users`, `gpasswd -d "$user" "$g"`},
@@ -32,7 +32,7 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 	},
 	"remote-login": {
 		linux:   []string{"rm -f /etc/ssh/ssh_host_*key*", "ExecStart=/usr/bin/ssh-keygen -A", "s/^[[:space:]]*PasswordAuthentication[[:space:]]+yes[[:space:]]*$/PasswordAuthentication no/"},
-		windows: []string{"foreach ($name in @('WinRM', 'sshd'))", "Set-Service -Name $name -StartupType Disabled", `Remove-Item -Path 'WSMan:\localhost\Listener\*'`, `Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $false`, `Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, "Remove-NetFirewallRule -Name $rule", "'kubenode-winrm-http'", "'kubenode-winrm-https'", "'kubenode-sshd'", `'SOFTWARE\Policies\Microsoft\Windows\WinRM\Service'`, "@('AllowBasic', 'AllowUnencryptedTraffic')", `Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log'`},
+		windows: []string{"foreach ($name in @('WinRM', 'sshd'))", "Set-Service -Name $name -StartupType Disabled", `Remove-Item -Path 'WSMan:\localhost\Listener\*'`, `Set-Item -Path 'WSMan:\localhost\Service\Auth\Basic' -Value $false`, `Set-Item -Path 'WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, "Remove-NetFirewallRule -Name $rule", "'kubenode-winrm-http'", "'kubenode-winrm-https'", "'kubenode-sshd'", `'SOFTWARE\Policies\Microsoft\Windows\WinRM\Service'`, "@('AllowBasic', 'AllowUnencryptedTraffic')", `Start-Transcript -Path 'C:\ProgramData\kubenode\first-boot.log'`, "$_.Name -like 'ssh_host_*'"},
 	},
 	"ports": {
 		linux:   []string{"ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS"},
@@ -52,7 +52,7 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 	},
 	"seed-copies": {
 		linux:   []string{"cloud-init clean --logs", "find /var/log -type f -exec truncate -s 0 {} +"},
-		windows: []string{`C:\Windows\Panther\unattend.xml`, `C:\Windows\Panther\Unattend\Autounattend.xml`, `del /f /q "%~f0"`, `C:\Windows\Setup\Scripts\SetupComplete.cmd`, `del /f /q "C:\Windows\System32\Sysprep\kubenode-firstboot.xml"`, "'cl', 'Microsoft-Windows-PowerShell/Operational'"},
+		windows: []string{`C:\Windows\Panther\unattend.xml`, `C:\Windows\Panther\Unattend\Autounattend.xml`, `del /f /q "%~f0"`, `C:\Windows\Setup\Scripts\SetupComplete.cmd`, `del /f /q "C:\Windows\System32\Sysprep\kubenode-firstboot.xml"`, "'cl', 'Microsoft-Windows-PowerShell/Operational'", "(Join-Path $env:TEMP 'winrmcp-*.tmp')", `Remove-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\kubenode' -Name 'BuildAccountSid'`},
 	},
 	"staging": {
 		linux:   []string{"rm -rf '/var/tmp/kubenode-bake'"},

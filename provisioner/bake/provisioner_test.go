@@ -50,7 +50,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	// The builder says where the guest reaches this machine: the guest
 	// downloads the artifacts from the bake's server over real HTTP.
 	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
-	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}, g.Steps())
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
 	require.NotNil(t, rec)

@@ -55,6 +55,14 @@ type Windows struct {
 	UpdateTaskNeverStarts bool
 	UpdateWaited          time.Duration
 	Corrupt               string // upload path whose bytes arrive damaged
+	// UploadsNeedDir: an upload into a folder that does not exist fails,
+	// as with the SSH communicator (scp and SFTP create no folder; WinRM's
+	// upload does). The folders that exist are Dirs and those a
+	// `New-Item -ItemType Directory` command created.
+	UploadsNeedDir bool
+	// Dirs are the folders on the guest, by upload path (forward
+	// slashes), in lower case; NewWindows starts with a fresh Windows'.
+	Dirs map[string]bool
 
 	Boot      int
 	Lingering int // boot checks after the shutdown that still see the old boot
@@ -102,7 +110,63 @@ type WindowsImage struct {
 
 // NewWindows is a Windows guest whose every step succeeds.
 func NewWindows() *Windows {
-	return &Windows{Files: map[string][]byte{}, Exit: map[string]int{}, Output: map[string]string{}}
+	dirs := map[string]bool{}
+	for _, d := range freshWindowsDirs {
+		dirs[d] = true
+	}
+	return &Windows{Files: map[string][]byte{}, Exit: map[string]int{}, Output: map[string]string{}, Dirs: dirs}
+}
+
+// freshWindowsDirs are folders a freshly installed Windows Server has; not
+// C:/Windows/Setup/Scripts, which Setup does not create.
+var freshWindowsDirs = []string{"c:", "c:/windows", "c:/windows/temp", "c:/windows/system32", "c:/windows/system32/sysprep",
+	"c:/windows/setup", "c:/windows/panther", "c:/programdata", "c:/program files", "c:/users"}
+
+// mkdirPaths finds each folder of a `New-Item -ItemType Directory -Force
+// -Path` command: one quoted path or a list of them.
+var (
+	mkdirPaths = regexp.MustCompile(`New-Item -ItemType Directory -Force -Path (@\([^)]*\)|'(?:[^']|'')*')`)
+	quotedPath = regexp.MustCompile(`'((?:[^']|'')*)'`)
+)
+
+var (
+	setAsideFrom = regexp.MustCompile(`\$setup = '([^']+)'`)
+	setAsideTo   = regexp.MustCompile(`\$before = '([^']+)'`)
+	setAsideMark = regexp.MustCompile(`Select-String -LiteralPath \$setup -SimpleMatch -Quiet -Pattern '([^']+)'`)
+	setAsideMove = regexp.MustCompile(`(?m)^    Move-Item -LiteralPath \$setup -Destination \$before$`)
+)
+
+// setAside plays a script that renames a file ($setup) not holding its
+// mark to $before, and fails when $before is taken.
+func (g *Windows) setAside(script string) (string, int) {
+	from, to, mark := setAsideFrom.FindStringSubmatch(script), setAsideTo.FindStringSubmatch(script), setAsideMark.FindStringSubmatch(script)
+	if from == nil || to == nil || mark == nil || !setAsideMove.MatchString(script) {
+		return "", 0
+	}
+	setup, before := remote.UploadPath(from[1]), remote.UploadPath(to[1])
+	data, ok := g.Files[setup]
+	if !ok || strings.Contains(strings.ToLower(string(data)), strings.ToLower(mark[1])) {
+		return "", 0
+	}
+	if _, taken := g.Files[before]; taken {
+		return from[1] + " is not kubenode's, and " + to[1] + " is taken\r\n", 1
+	}
+	g.Files[before] = data
+	delete(g.Files, setup)
+	return "changed: " + from[1] + " renamed " + to[1] + "\r\n", 0
+}
+
+// mkdir records the folders a New-Item -ItemType Directory -Force script
+// creates, with their parents (-Force creates them too).
+func (g *Windows) mkdir(script string) {
+	for _, m := range mkdirPaths.FindAllStringSubmatch(script, -1) {
+		for _, q := range quotedPath.FindAllStringSubmatch(m[1], -1) {
+			dir := strings.ToLower(remote.UploadPath(strings.ReplaceAll(q[1], "''", "'")))
+			for ; dir != "." && dir != "/" && !g.Dirs[dir]; dir = path.Dir(dir) {
+				g.Dirs[dir] = true
+			}
+		}
+	}
 }
 
 var (
@@ -184,7 +248,8 @@ func (g *Windows) handle(command string) (string, int) {
 			return fmt.Sprintf("kubenode-boot: 2026-11-22T10:%02d:00.0000000Z servicing=%t\r\n", boot, servicing), 0
 		case strings.HasPrefix(script, "New-Item -ItemType Directory"):
 			g.Log = append(g.Log, "mkdir")
-			return "", 0
+			g.mkdir(script)
+			return g.setAside(script)
 		case strings.Contains(script, "Win32_OperatingSystem).BuildNumber"):
 			return g.Build + "\r\n", 0
 		case strings.Contains(script, "'kubenode-os: '"):
@@ -288,11 +353,33 @@ var (
 	clearOperational      = regexp.MustCompile(`(?i)wevtutil(\.exe)?'? .*'cl', 'Microsoft-Windows-PowerShell/Operational'`)
 	sysprepExe            = regexp.MustCompile(`(?i)sysprep\.exe' -ArgumentList`)
 	unattendArg           = regexp.MustCompile(`'/unattend:([^']+)'`)
+	// sshKeyRemoval and tempRemoval are the sysprep script's removals of
+	// files by name in a folder, and in the build account's %TEMP%.
+	sshKeyRemoval = regexp.MustCompile(`Get-ChildItem -LiteralPath '([^']+)' -Force -ErrorAction SilentlyContinue \| Where-Object \{ \$_\.Name -eq '([^']+)' -or \$_\.Name -like '([^']+)' \}\)\) \{\r?\n\s*Remove-Item -LiteralPath \$file\.FullName -Force`)
+	tempRemoval   = regexp.MustCompile(`Get-ChildItem -Path \(Join-Path \$env:TEMP '([^']+)'\) -Force -ErrorAction SilentlyContinue\)\) \{\r?\n\s*Remove-Item -LiteralPath \$file\.FullName -Force`)
 )
+
+// WindowsTemp is the build account's %TEMP% on the double, by upload path.
+const WindowsTemp = "C:/Users/Administrator/AppData/Local/Temp"
+
+// removeMatching removes the files directly in dir whose name matches one
+// of the wildcard patterns, as PowerShell's -like and -eq do (case-insensitive).
+func (g *Windows) removeMatching(dir string, patterns ...string) {
+	for p := range g.Files {
+		if !strings.EqualFold(path.Dir(p), dir) {
+			continue
+		}
+		for _, pattern := range patterns {
+			if ok, _ := path.Match(strings.ToLower(pattern), strings.ToLower(path.Base(p))); ok {
+				delete(g.Files, p)
+			}
+		}
+	}
+}
 
 // sysprep plays the sysprep step's script up to sysprep.exe: the
 // Operational log cleared if the script clears it before it starts
-// sysprep, and sysprep failing when its answer file is not on the guest;
+// sysprep, the files it removes by name before then removed, and sysprep failing when its answer file is not on the guest;
 // what the guest then holds is kept in AtSysprep.
 func (g *Windows) sysprep(script string) (string, int) {
 	run := sysprepExe.FindStringIndex(script)
@@ -308,6 +395,13 @@ func (g *Windows) sysprep(script string) (string, int) {
 				"--- last lines of C:\\Windows\\System32\\Sysprep\\Panther\\setuperr.log:\r\n" +
 				"Error [0x0f0082] SYSPRP ... the unattend file " + m[1] + " could not be found\r\n", 1
 		}
+	}
+	before := script[:run[0]]
+	for _, m := range sshKeyRemoval.FindAllStringSubmatch(before, -1) {
+		g.removeMatching(remote.UploadPath(m[1]), m[2], m[3])
+	}
+	for _, m := range tempRemoval.FindAllStringSubmatch(before, -1) {
+		g.removeMatching(WindowsTemp, m[1])
 	}
 	g.AtSysprep = &WindowsImage{Files: maps.Clone(g.Files), OperationalLog: slices.Clone(g.OperationalLog)}
 	return "", 0
@@ -391,6 +485,9 @@ func (g *Windows) Upload(p string, r io.Reader, _ *os.FileInfo) error {
 	}
 	if strings.Contains(p, `\`) {
 		return fmt.Errorf("upload path %q: the SSH communicator needs forward slashes", p)
+	}
+	if dir := strings.ToLower(path.Dir(p)); g.UploadsNeedDir && !g.Dirs[dir] {
+		return fmt.Errorf("scp: %s: No such file or directory", path.Dir(p))
 	}
 	if p == g.Corrupt {
 		data = append(data, 0)

@@ -51,7 +51,7 @@ func fastRestart(t *testing.T) {
 // stepsWithRestart is the whole flow of basePlan on a guest that restarts
 // for the Containers feature.
 var stepsWithRestart = []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "restart",
-	"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "sysprep"}
+	"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}
 
 // runWithRestart runs basePlan on g, which restarts for the Containers feature.
 func runWithRestart(t *testing.T, g *guesttest.Windows) (guesttest.UI, Plan, []Upload) {

@@ -3,6 +3,7 @@
 package windows
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ func TestWindowsScriptsParse(t *testing.T) {
 		"OS query":   []byte(windowsOSQuery),
 		// Run by the sysprep step as -EncodedCommand.
 		"transport closer": []byte(windowsTransportCloser()),
+		// Run by the sysprep step as -EncodedCommand, before its uploads.
+		"first-boot prepare": []byte(firstBootPrepare(basePlan(t))),
 	}
 	for name, src := range renderedWindows(t) {
 		if strings.HasSuffix(name, ".ps1") {
@@ -109,7 +112,8 @@ func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 // TestCloneFirstBootPartsFailAlone: in the parsed first-boot script, each
 // closing is the try block of its own try statement, whose catch logs the
 // failure, so one that fails does not skip the next; the exit code comes
-// after all of them.
+// after all of them. No part reads a variable another part set: a part
+// after one that failed would read nothing there.
 func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
@@ -119,7 +123,7 @@ func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
 	tries := tree.Nodes("try_statement")
-	parts := []string{"Start-Transcript -Path", "throw 'no local account with relative ID 500'", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled"}
+	parts := []string{"Start-Transcript -Path", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled"}
 	var top []string
 	for _, n := range tries {
 		if strings.Contains(n, "$failed = $true") {
@@ -134,7 +138,79 @@ func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 				assert.NotContains(t, top[i], other)
 			}
 		}
+		read, set := partVariables(t, top[i])
+		for v := range read {
+			assert.True(t, set[v] || firstBootGlobals[v], "part %d (%s) reads %s, which it does not set", i, want, v)
+		}
 	}
 	s := string(script)
 	assert.Greater(t, strings.Index(s, "if ($failed) {"), strings.Index(s, top[len(top)-1]))
+
+	// The check finds a part that reads what another part set.
+	read, set := partVariables(t, "try {\r\n    $x = $admin.SID.AccountDomainSid\r\n} catch {\r\n    $failed = $true\r\n}\r\n")
+	assert.True(t, read["$admin"] && !set["$admin"])
+}
+
+// firstBootGlobals are the variables a first-boot part may read without
+// setting them: PowerShell's own, and $failed, which only the catch sets.
+var firstBootGlobals = map[string]bool{"$_": true, "$true": true, "$false": true, "$null": true, "$failed": true}
+
+// partVariables parses one part and returns the variables it reads and
+// those it sets (by assignment or as a loop variable), in lower case.
+func partVariables(t *testing.T, part string) (read, set map[string]bool) {
+	t.Helper()
+	tree, err := pwsh.Parse([]byte(part))
+	require.NoError(t, err)
+	defer tree.Close()
+	require.Empty(t, tree.Errors())
+	read, set = map[string]bool{}, map[string]bool{}
+	for _, v := range tree.Nodes("variable") {
+		v = strings.ToLower(v)
+		if !strings.HasPrefix(v, "$env:") {
+			read[v] = true
+		}
+	}
+	for _, left := range tree.Nodes("left_assignment_expression") {
+		set[strings.ToLower(strings.TrimSpace(left))] = true
+	}
+	for _, loop := range tree.Nodes("foreach_statement") {
+		if m := loopVariable.FindStringSubmatch(loop); m != nil {
+			set[strings.ToLower(m[1])] = true
+		}
+	}
+	return read, set
+}
+
+var loopVariable = regexp.MustCompile(`^foreach\s*\(\s*(\$\w+)\s+in\b`)
+
+// TestCloneAdministratorFailsClosed: in the parsed first-boot script, the
+// catch of the part that gives Administrator its own password disables the
+// account, found again there, and logs it: a clone whose password could not
+// be made does not keep the image's placeholder.
+func TestCloneAdministratorFailsClosed(t *testing.T) {
+	p := basePlan(t)
+	p.RandomClonePassword = true
+	tree, err := pwsh.Parse(windowsFirstBoot(p))
+	require.NoError(t, err)
+	defer tree.Close()
+	require.Empty(t, tree.Errors())
+	var catch string
+	for _, c := range tree.Nodes("catch_clause") {
+		if strings.Contains(c, "'FAILED: the Administrator''s own password: '") {
+			catch = c
+		}
+	}
+	require.NotEmpty(t, catch, "the password part has a catch")
+	assert.Contains(t, catch, "$builtin = "+windowsBuiltinAdmin)
+	assert.Contains(t, catch, "Disable-LocalUser -SID $builtin.SID")
+	assert.Contains(t, catch, "Write-KubenodeSerial ('changed: the built-in Administrator ' + $builtin.SID.Value + ' disabled")
+	assert.Contains(t, catch, "Write-KubenodeSerial ('FAILED: disabling the built-in Administrator: '")
+	for _, try := range tree.Nodes("try_statement") {
+		if strings.Contains(try, "Set-LocalUser -SID $admin.SID") {
+			assert.NotContains(t, strings.TrimSuffix(try, catch), "Disable-LocalUser", "disabled only when the password failed")
+		}
+	}
+
+	p.RandomClonePassword = false
+	assert.NotContains(t, string(windowsFirstBoot(p)), "Disable-LocalUser -SID $builtin", "clone_admin_password set: Administrator has it")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -30,6 +31,13 @@ const (
 	// screen): it runs windowsFirstBootScript, then removes the answer file
 	// and its copies.
 	windowsSetupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
+	// windowsSetupCompleteBefore is a SetupComplete.cmd that was there
+	// before ours (the base image's, or an earlier provisioner's): the
+	// sysprep step renames it so, and ours calls it.
+	windowsSetupCompleteBefore = `C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd`
+	// windowsSetupCompleteMark is in our SetupComplete.cmd, and in no
+	// other.
+	windowsSetupCompleteMark = "rem kubenode:"
 	// windowsFirstBootScript closes again, on each clone, what the closer
 	// closed in the build VM (the closer's errors are not checked), and
 	// gives the clone an Administrator password of its own when
@@ -52,6 +60,15 @@ const (
 	// WinRM service's unencrypted-traffic rule).
 	windowsWinRMPolicy = `SOFTWARE\Policies\Microsoft\Windows\WinRM\Service`
 	windowsSysprepLogs = `C:\Windows\System32\Sysprep\Panther`
+	// OpenSSH for Windows keeps its host keys and the administrators'
+	// authorized keys here; its sshd service makes host keys when there are
+	// none (PowerShell/openssh-portable pull request #259).
+	windowsSSHDir       = `C:\ProgramData\ssh`
+	windowsSSHAdminKeys = "administrators_authorized_keys"
+	windowsSSHHostKeys  = "ssh_host_*"
+	// windowsWinRMCPTemp is the temporary file of Packer's WinRM upload
+	// (packer-community/winrmcp), in the build account's %TEMP%.
+	windowsWinRMCPTemp = "winrmcp-*.tmp"
 	// windowsGeneralized is the image state sysprep /generalize /oobe
 	// leaves before it powers Windows off.
 	windowsGeneralized = "IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE"
@@ -64,6 +81,40 @@ func firstBootPaths(p Plan) []string {
 		out = append(out, f.Path)
 	}
 	return out
+}
+
+// firstBootDirs are the folders of FirstBootFiles, each once, in order.
+func firstBootDirs(p Plan) []string {
+	var dirs []string
+	for _, f := range FirstBootFiles(p) {
+		dir := f.Path[:strings.LastIndex(f.Path, `\`)]
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}
+
+// firstBootPrepare readies the guest for FirstBootFiles. It creates their
+// folders: SSH's scp and SFTP uploads, unlike WinRM's, create none, and a
+// fresh Windows has no C:\Windows\Setup\Scripts. A SetupComplete.cmd
+// already there that is not ours (the base image's, or an earlier
+// provisioner's) is renamed windowsSetupCompleteBefore, which ours calls;
+// when that name is taken too, it fails rather than lose either.
+func firstBootPrepare(p Plan) string {
+	s := &strings.Builder{}
+	fmt.Fprintf(s, "New-Item -ItemType Directory -Force -Path %s | Out-Null\n", psList(firstBootDirs(p)))
+	fmt.Fprintf(s, "$setup = %s\n", powershell.Quote(windowsSetupComplete))
+	fmt.Fprintf(s, "$before = %s\n", powershell.Quote(windowsSetupCompleteBefore))
+	fmt.Fprintf(s, "if ((Test-Path -LiteralPath $setup) -and -not (Select-String -LiteralPath $setup -SimpleMatch -Quiet -Pattern %s)) {\n", powershell.Quote(windowsSetupCompleteMark))
+	s.WriteString("    if (Test-Path -LiteralPath $before) {\n")
+	s.WriteString("        Write-Output ($setup + ' is not kubenode''s, and ' + $before + ' is taken: merge them into ' + $before + ' (kubenode''s SetupComplete.cmd calls it) or remove one, then build again')\n")
+	s.WriteString("        exit 1\n")
+	s.WriteString("    }\n")
+	s.WriteString("    Move-Item -LiteralPath $setup -Destination $before\n")
+	s.WriteString("    Write-Output ('changed: ' + $setup + ' renamed ' + $before + ': the first boot runs it after kubenode''s first-boot script')\n")
+	s.WriteString("}\n")
+	return s.String()
 }
 
 // windowsFirstBootFiles are the answer files a clone's first boot removes
@@ -173,16 +224,20 @@ func FirstBootFiles(p Plan) []GuestFile {
 }
 
 // windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it runs the
-// first-boot script, then deletes it, the answer files (they hold the
-// Administrator password) and itself. A failing first-boot script stops
-// none of that: its transcript says what failed.
+// first-boot script, then deletes it and the answer files (they hold the
+// Administrator password), calls the SetupComplete.cmd that was there
+// before (windowsSetupCompleteBefore) if there was one, and deletes
+// itself. A failing first-boot script stops none of that: its transcript
+// says what failed.
 func windowsSetupCompleteCmd() string {
 	var b strings.Builder
-	b.WriteString("@echo off\r\nrem kubenode: close what the build opened, then remove the answer files, which hold the Administrator password.\r\n")
+	fmt.Fprintf(&b, "@echo off\r\n%s close what the build opened, then remove the answer files, which hold the Administrator password.\r\n", windowsSetupCompleteMark)
 	fmt.Fprintf(&b, "%s\r\n", windowsFirstBootCommand)
 	for _, f := range append([]string{windowsFirstBootScript}, windowsFirstBootFiles...) {
 		fmt.Fprintf(&b, "if exist \"%s\" del /f /q \"%s\"\r\n", f, f)
 	}
+	b.WriteString("rem The SetupComplete.cmd that was here before kubenode's, if any.\r\n")
+	fmt.Fprintf(&b, "if exist \"%s\" call \"%s\"\r\n", windowsSetupCompleteBefore, windowsSetupCompleteBefore)
 	b.WriteString("del /f /q \"%~f0\"\r\n")
 	return b.String()
 }
@@ -203,13 +258,15 @@ const PasswordLength = 32
 // SetupComplete.cmd. It does again what the closer did in the build VM,
 // whose errors nobody reads (it runs after the build's last command): the
 // build account disabled, found by its relative ID under the clone's new
-// machine SID; WinRM's Basic authentication and unencrypted traffic off,
+// machine SID, and the recorded SID removed; WinRM's Basic authentication and unencrypted traffic off,
 // by Group Policy, which holds whether or not WinRM runs; the build's
 // firewall rules removed; WinRM and sshd disabled. With
 // RandomClonePassword it first gives the built-in Administrator a random
-// password made on the clone and stored nowhere. Every part checks before
-// it acts and runs even if one before it failed; each line goes to the
-// transcript (windowsFirstBootLog) and COM1.
+// password made on the clone and stored nowhere; if that fails, it
+// disables the account rather than leave it the image's placeholder
+// password. Every part checks before it acts, finds what it needs itself
+// and runs even if one before it failed; each line goes to the transcript
+// (windowsFirstBootLog) and COM1.
 func windowsFirstBoot(p Plan) []byte {
 	s := powershell.New("kubenode-bake: first boot of each clone: close again what the build opened; runs once, as SYSTEM, from SetupComplete.cmd")
 	s.Blank()
@@ -220,17 +277,15 @@ func windowsFirstBoot(p Plan) []byte {
 		b.Line("New-Item -ItemType Directory -Force -Path %s | Out-Null", powershell.Quote(windowsJoinerDir))
 		b.Line("Start-Transcript -Path %s -Append | Out-Null", powershell.Quote(windowsFirstBootLog))
 	})
-	firstBootPart(s, "the built-in Administrator", func(b indented) {
-		b.Comment("Relative ID 500 under this clone's machine SID, whatever its name.")
-		b.Line("$admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1")
-		b.Line("if (-not $admin) {")
-		b.Line("    throw 'no local account with relative ID 500'")
-		b.Line("}")
-	})
 	if p.RandomClonePassword {
-		firstBootPart(s, "the Administrator's own password", func(b indented) {
-			b.Comment("clone_admin_password is empty: the answer file's password, the same in every clone, is")
-			b.Comment("replaced by one made here. It is never written or shown.")
+		firstBootPartOr(s, "the Administrator's own password", func(b indented) {
+			b.Comment("clone_admin_password is empty: the answer file's password, the same in every clone and")
+			b.Comment("readable in the image until this boot deletes the answer file, is replaced by one made")
+			b.Comment("here. It is never written or shown.")
+			b.Line("$admin = %s", windowsBuiltinAdmin)
+			b.Line("if (-not $admin) {")
+			b.Line("    throw 'no local account with relative ID 500'")
+			b.Line("}")
 			b.Line("$classes = %s", psList(PasswordClasses))
 			b.Line("$all = -join $classes")
 			b.Line("$random = [System.Security.Cryptography.RandomNumberGenerator]::Create()")
@@ -251,6 +306,20 @@ func windowsFirstBoot(p Plan) []byte {
 			b.Line("Set-LocalUser -SID $admin.SID -Password $password")
 			b.Line("$password.Dispose()")
 			b.Line("Write-KubenodeSerial 'changed: the built-in Administrator has a password made on this clone, stored nowhere'")
+		}, func(b indented) {
+			b.Comment("Fail closed: the account would keep the image's placeholder password, which anyone")
+			b.Comment("holding the image can read from its answer file.")
+			b.Line("try {")
+			b.Line("    $builtin = %s", windowsBuiltinAdmin)
+			b.Line("    if (-not $builtin) {")
+			b.Line("        Write-KubenodeSerial 'ok: no local account with relative ID 500 to disable'")
+			b.Line("    } else {")
+			b.Line("        Disable-LocalUser -SID $builtin.SID")
+			b.Line("        Write-KubenodeSerial ('changed: the built-in Administrator ' + $builtin.SID.Value + ' disabled: it would keep the image''s placeholder password')")
+			b.Line("    }")
+			b.Line("} catch {")
+			b.Line("    Write-KubenodeSerial ('FAILED: disabling the built-in Administrator: ' + $_.Exception.Message)")
+			b.Line("}")
 		})
 	}
 	firstBootPart(s, "the build account", func(b indented) {
@@ -263,7 +332,12 @@ func windowsFirstBoot(p Plan) []byte {
 		b.Line("if ($rid -eq '500') {")
 		b.Line("    Write-KubenodeSerial ('ok: the build account ' + $recorded + ' is the built-in Administrator: it stays enabled')")
 		b.Line("} else {")
-		b.Line("    $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($admin.SID.AccountDomainSid.Value + '-' + $rid)")
+		b.Line("    # This clone's machine SID, from any local account: every one is under it.")
+		b.Line("    $machine = (Get-LocalUser | Select-Object -First 1).SID.AccountDomainSid")
+		b.Line("    if (-not $machine) {")
+		b.Line("        throw 'no local account to read the machine SID from'")
+		b.Line("    }")
+		b.Line("    $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($machine.Value + '-' + $rid)")
 		b.Line("    $account = Get-LocalUser -SID $sid -ErrorAction SilentlyContinue")
 		b.Line("    if (-not $account) {")
 		b.Line("        Write-KubenodeSerial ('ok: no account ' + $sid.Value + ' (the build account, ' + $recorded + ' in the build VM)')")
@@ -274,6 +348,13 @@ func windowsFirstBoot(p Plan) []byte {
 		b.Line("        Write-KubenodeSerial ('ok: the build account ' + $sid.Value + ' is disabled')")
 		b.Line("    }")
 		b.Line("}")
+		b.Comment("Used: the clone keeps no trace of the build VM's account.")
+		b.Line("Remove-ItemProperty -LiteralPath %s -Name %s", powershell.Quote(windowsBuildAccountKey), powershell.Quote(windowsBuildAccountValue))
+		b.Line("$left = Get-Item -LiteralPath %s", powershell.Quote(windowsBuildAccountKey))
+		b.Line("if ($left.ValueCount -eq 0 -and $left.SubKeyCount -eq 0) {")
+		b.Line("    Remove-Item -LiteralPath %s", powershell.Quote(windowsBuildAccountKey))
+		b.Line("}")
+		b.Line("Write-KubenodeSerial %s", powershell.Quote("changed: "+windowsBuildAccountKey+" "+windowsBuildAccountValue+" removed: used"))
 	})
 	firstBootPart(s, "WinRM Basic authentication and unencrypted traffic", func(b indented) {
 		b.Line("$key = 'HKLM:'")
@@ -334,8 +415,15 @@ func windowsFirstBoot(p Plan) []byte {
 }
 
 // firstBootPart renders one part of the first-boot script in its own try:
-// a failure is logged and the next part runs.
+// a failure is logged and the next part runs. A part reads nothing another
+// part set: each finds what it needs itself.
 func firstBootPart(s *powershell.Script, what string, body func(indented)) {
+	firstBootPartOr(s, what, body, nil)
+}
+
+// firstBootPartOr is firstBootPart whose catch, once the failure is
+// logged, runs onFailure.
+func firstBootPartOr(s *powershell.Script, what string, body, onFailure func(indented)) {
 	s.Blank()
 	s.Comment(what)
 	s.Line("try {")
@@ -343,8 +431,15 @@ func firstBootPart(s *powershell.Script, what string, body func(indented)) {
 	s.Line("} catch {")
 	s.Line("    $failed = $true")
 	s.Line("    Write-KubenodeSerial (%s + $_.Exception.Message)", powershell.Quote("FAILED: "+what+": "))
+	if onFailure != nil {
+		onFailure(indented{s})
+	}
 	s.Line("}")
 }
+
+// windowsBuiltinAdmin finds the built-in Administrator: relative ID 500
+// under this machine's SID, whatever its name.
+const windowsBuiltinAdmin = "Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1"
 
 // windowsCloseDoors is what the build opened that every clone must not
 // keep, closed in the running system without cutting the session that
@@ -478,6 +573,21 @@ func windowsSysprep(p Plan) []byte {
 	s.Line("    }")
 	s.Line("}")
 	say(s, "", "ok: the first-boot answer file, script and SetupComplete.cmd are in place")
+	s.Blank()
+	s.Comment("The build's SSH key (the key Packer logged on with) and the SSH host keys, which every")
+	s.Comment("clone would share: this session is authenticated already, and an sshd started on a")
+	s.Comment("clone makes new host keys when there are none.")
+	s.Line("foreach ($file in @(Get-ChildItem -LiteralPath %s -Force -ErrorAction SilentlyContinue | Where-Object { $_.Name -eq %s -or $_.Name -like %s })) {",
+		powershell.Quote(windowsSSHDir), powershell.Quote(windowsSSHAdminKeys), powershell.Quote(windowsSSHHostKeys))
+	s.Line("    Remove-Item -LiteralPath $file.FullName -Force")
+	s.Line(`    Write-Host ('changed: removed ' + $file.FullName)`)
+	s.Line("}")
+	s.Comment("Packer's WinRM upload stages each file base64-coded in %TEMP% and removes it after;")
+	s.Comment("one it failed to remove would hold a copy of what it uploaded (the first-boot answer file).")
+	s.Line("foreach ($file in @(Get-ChildItem -Path (Join-Path $env:TEMP %s) -Force -ErrorAction SilentlyContinue)) {", powershell.Quote(windowsWinRMCPTemp))
+	s.Line("    Remove-Item -LiteralPath $file.FullName -Force")
+	s.Line(`    Write-Host ('changed: removed ' + $file.FullName)`)
+	s.Line("}")
 	s.Comment("PowerShell logged this script in full (event 4104: it calls Add-Type), as it logs")
 	s.Comment("any script block it finds suspicious, even with script block logging off: no clone")
 	s.Comment("keeps the build's scripts.")
@@ -526,13 +636,19 @@ func windowsSysprepArgs() []string {
 	return []string{"/generalize", "/oobe", "/quit", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
 }
 
-// sysprep uploads the first-boot files (FirstBootFiles), then the sysprep
+// sysprep creates the first-boot files' folders, uploads the files
+// (FirstBootFiles), then the sysprep
 // step's script, and runs it. Exit 0: sysprep has
 // generalized Windows and the closer, started outside the WinRM shell,
 // closes WinRM and powers Windows off. A dropped connection is taken as
 // that power-off too. Any other exit is sysprep's failure, with the tail
 // of its logs.
 func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
+	if p.Generalize {
+		if _, err := r.Run(ctx, stepSysprep, powershellEncoded(firstBootPrepare(p))); err != nil {
+			return fmt.Errorf("%w\nthe first-boot files were not uploaded: their folders could not be made, or %s could not be set aside", err, windowsSetupComplete)
+		}
+	}
 	for _, f := range FirstBootFiles(p) {
 		if err := r.Comm.Upload(remote.UploadPath(f.Path), bytes.NewReader(f.Content), nil); err != nil {
 			err = fmt.Errorf("step sysprep: uploading %s: %w", f.Path, err)

@@ -48,7 +48,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 			g.Exit[stepSysprep] = exit
 			require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
 			steps := g.Steps()
-			assert.Equal(t, []string{"self-check", "cleanup", "sysprep"}, steps[len(steps)-3:], "sysprep is the last act")
+			assert.Equal(t, []string{"self-check", "cleanup", "mkdir", "sysprep"}, steps[len(steps)-4:], "the first-boot files' folders, then sysprep: the last act")
 			commands, _, _ := g.Snapshot()
 			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
 			if exit == 0 {
@@ -422,17 +422,19 @@ func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
 	script := string(windowsFirstBoot(p))
 	for what, want := range map[string]string{
 		"the build account's SID, recorded in the image": "(Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\kubenode' -Name 'BuildAccountSid'",
-		"its relative ID under the clone's machine SID":  "($admin.SID.AccountDomainSid.Value + '-' + $rid)",
-		"disabled by SID":                    "Disable-LocalUser -SID $sid",
-		"the built-in Administrator stays":   "if ($rid -eq '500') {",
-		"Basic and unencrypted WinRM policy": "foreach ($name in @('AllowBasic', 'AllowUnencryptedTraffic')) {",
-		"policy key":                         "'" + windowsWinRMPolicy + "'",
-		"set to 0":                           "-Name $name -PropertyType DWord -Value 0 -Force",
-		"firewall rules removed":             "Remove-NetFirewallRule -Name $rule",
-		"WinRM and sshd disabled":            "Set-Service -Name $name -StartupType Disabled",
-		"a log file":                         "Start-Transcript -Path '" + windowsFirstBootLog + "' -Append",
-		"COM1":                               "New-Object System.IO.Ports.SerialPort 'COM1'",
-		"a failure is logged":                "Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)",
+		"the clone's machine SID, found in the part":     "$machine = (Get-LocalUser | Select-Object -First 1).SID.AccountDomainSid",
+		"its relative ID under the clone's machine SID":  "($machine.Value + '-' + $rid)",
+		"the recorded SID removed once used":             "Remove-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\kubenode' -Name 'BuildAccountSid'",
+		"disabled by SID":                                "Disable-LocalUser -SID $sid",
+		"the built-in Administrator stays":               "if ($rid -eq '500') {",
+		"Basic and unencrypted WinRM policy":             "foreach ($name in @('AllowBasic', 'AllowUnencryptedTraffic')) {",
+		"policy key":                                     "'" + windowsWinRMPolicy + "'",
+		"set to 0":                                       "-Name $name -PropertyType DWord -Value 0 -Force",
+		"firewall rules removed":                         "Remove-NetFirewallRule -Name $rule",
+		"WinRM and sshd disabled":                        "Set-Service -Name $name -StartupType Disabled",
+		"a log file":                                     "Start-Transcript -Path '" + windowsFirstBootLog + "' -Append",
+		"COM1":                                           "New-Object System.IO.Ports.SerialPort 'COM1'",
+		"a failure is logged":                            "Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)",
 	} {
 		assert.Contains(t, script, want, what)
 	}
@@ -451,4 +453,93 @@ func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
 	require.Greater(t, record, 0)
 	assert.Less(t, record, strings.Index(sysprep, "sysprep.exe' -ArgumentList"))
 	assert.Contains(t, sysprep, "$build = [System.Security.Principal.WindowsIdentity]::GetCurrent().User.Value")
+}
+
+// With the SSH communicator, an upload into a folder that does not exist
+// fails (scp and SFTP create none), and a fresh Windows has no
+// C:\Windows\Setup\Scripts: the sysprep step creates every first-boot
+// file's folder before it uploads them.
+func TestFirstBootFilesReachAGuestOverSSH(t *testing.T) {
+	p := basePlan(t)
+	g := guesttest.NewWindows()
+	g.UploadsNeedDir = true
+	require.Error(t, g.Upload(remote.UploadPath(windowsSetupComplete), strings.NewReader("x"), nil), "the double refuses an upload into a missing folder")
+
+	g = guesttest.NewWindows()
+	g.UploadsNeedDir = true
+	ui := guesttest.NewUI()
+	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)), ui.Err.String())
+	require.NotNil(t, g.AtSysprep, "sysprep ran")
+	for _, f := range FirstBootFiles(p) {
+		assert.Equal(t, string(f.Content), string(g.AtSysprep.Files[remote.UploadPath(f.Path)]), "%s is on the guest when sysprep runs", f.Path)
+	}
+	assert.Equal(t, []string{`C:\Windows\System32\Sysprep`, `C:\Windows\Setup\Scripts`}, firstBootDirs(p))
+}
+
+// The image keeps neither the build's SSH key (administrators_authorized_keys)
+// nor the SSH host keys every clone would share, nor a copy of an upload
+// Packer's WinRM upload left in %TEMP%: the sysprep script removes them
+// before sysprep, and leaves the rest.
+func TestSysprepRemovesBuildKeysAndUploadLeftovers(t *testing.T) {
+	p := basePlan(t)
+	g := guesttest.NewWindows()
+	keep := []string{"C:/ProgramData/ssh/sshd_config", guesttest.WindowsTemp + "/other.tmp"}
+	gone := []string{"C:/ProgramData/ssh/administrators_authorized_keys", "C:/ProgramData/ssh/ssh_host_ed25519_key", "C:/ProgramData/ssh/ssh_host_ed25519_key.pub",
+		"C:/ProgramData/ssh/ssh_host_rsa_key", guesttest.WindowsTemp + "/winrmcp-0b9e2c1a-8f3d-4c55-9a41-3e1f2d7c6b80.tmp"}
+	for _, f := range append(keep, gone...) {
+		g.Files[f] = []byte("x")
+	}
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NotNil(t, g.AtSysprep)
+	for _, f := range gone {
+		assert.NotContains(t, g.AtSysprep.Files, f, "the image holds no %s", f)
+	}
+	for _, f := range keep {
+		assert.Contains(t, g.AtSysprep.Files, f)
+	}
+	script := stepScript(t, p, stepSysprep)
+	assert.Contains(t, script, "Write-Host ('changed: removed ' + $file.FullName)", "each removal is logged")
+}
+
+// A SetupComplete.cmd already on the guest (the base image's, or an
+// earlier provisioner's) is not lost: it is renamed
+// SetupComplete-before-kubenode.cmd, and ours calls it once its
+// first-boot script has run and the answer files are gone. Ours from an
+// earlier run is simply replaced; when the new name is taken too, the
+// build stops before sysprep and says what to do.
+func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
+	p := basePlan(t)
+	setup, before := remote.UploadPath(windowsSetupComplete), remote.UploadPath(windowsSetupCompleteBefore)
+	theirs := "@echo off\r\nrem the base image's own\r\n"
+
+	g := guesttest.NewWindows()
+	g.Files[setup] = []byte(theirs)
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NotNil(t, g.AtSysprep)
+	assert.Equal(t, windowsSetupCompleteCmd(), string(g.AtSysprep.Files[setup]), "ours is in place")
+	assert.Equal(t, theirs, string(g.AtSysprep.Files[before]), "theirs is kept under the new name")
+
+	cmd := windowsSetupCompleteCmd()
+	call := strings.Index(cmd, `if exist "`+windowsSetupCompleteBefore+`" call "`+windowsSetupCompleteBefore+`"`+"\r\n")
+	require.Greater(t, call, 0)
+	assert.Greater(t, call, strings.Index(cmd, windowsFirstBootCommand), "after the first-boot script")
+	assert.Greater(t, call, strings.LastIndex(cmd, `del /f /q "`+windowsFirstBootAnswer+`"`), "after the answer files are gone")
+	assert.Less(t, call, strings.Index(cmd, `del /f /q "%~f0"`), "before ours deletes itself")
+
+	// Ours, from an earlier run on this guest: replaced, nothing renamed.
+	g = guesttest.NewWindows()
+	g.Files[setup] = []byte(windowsSetupCompleteCmd())
+	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	assert.NotContains(t, g.AtSysprep.Files, before)
+
+	// Both names taken: no upload, no sysprep, and a way out.
+	g = guesttest.NewWindows()
+	g.Files[setup] = []byte(theirs)
+	g.Files[before] = []byte("@echo off\r\n")
+	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is taken")
+	assert.Contains(t, firstBootPrepare(p), "merge them into ' + $before + ' (kubenode''s SetupComplete.cmd calls it) or remove one, then build again")
+	assert.Nil(t, g.AtSysprep)
+	assert.Equal(t, theirs, string(g.Files[setup]), "theirs is not overwritten")
 }

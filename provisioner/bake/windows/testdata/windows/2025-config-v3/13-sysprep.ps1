@@ -103,6 +103,20 @@ foreach ($file in @(
     }
 }
 Write-Host 'ok: the first-boot answer file, script and SetupComplete.cmd are in place'
+
+# The build's SSH key (the key Packer logged on with) and the SSH host keys, which every
+# clone would share: this session is authenticated already, and an sshd started on a
+# clone makes new host keys when there are none.
+foreach ($file in @(Get-ChildItem -LiteralPath 'C:\ProgramData\ssh' -Force -ErrorAction SilentlyContinue | Where-Object { $_.Name -eq 'administrators_authorized_keys' -or $_.Name -like 'ssh_host_*' })) {
+    Remove-Item -LiteralPath $file.FullName -Force
+    Write-Host ('changed: removed ' + $file.FullName)
+}
+# Packer's WinRM upload stages each file base64-coded in %TEMP% and removes it after;
+# one it failed to remove would hold a copy of what it uploaded (the first-boot answer file).
+foreach ($file in @(Get-ChildItem -Path (Join-Path $env:TEMP 'winrmcp-*.tmp') -Force -ErrorAction SilentlyContinue)) {
+    Remove-Item -LiteralPath $file.FullName -Force
+    Write-Host ('changed: removed ' + $file.FullName)
+}
 # PowerShell logged this script in full (event 4104: it calls Add-Type), as it logs
 # any script block it finds suspicious, even with script block logging off: no clone
 # keeps the build's scripts.

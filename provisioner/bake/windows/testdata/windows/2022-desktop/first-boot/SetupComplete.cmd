@@ -9,4 +9,6 @@ if exist "C:\Windows\Panther\Unattend\unattend.xml" del /f /q "C:\Windows\Panthe
 if exist "C:\Windows\Panther\Unattend\Autounattend.xml" del /f /q "C:\Windows\Panther\Unattend\Autounattend.xml"
 if exist "C:\Windows\System32\Sysprep\unattend.xml" del /f /q "C:\Windows\System32\Sysprep\unattend.xml"
 if exist "C:\Windows\System32\Sysprep\Autounattend.xml" del /f /q "C:\Windows\System32\Sysprep\Autounattend.xml"
+rem The SetupComplete.cmd that was here before kubenode's, if any.
+if exist "C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd" call "C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd"
 del /f /q "%~f0"

@@ -31,18 +31,6 @@ try {
     Write-KubenodeSerial ('FAILED: the log file: ' + $_.Exception.Message)
 }
 
-# the built-in Administrator
-try {
-    # Relative ID 500 under this clone's machine SID, whatever its name.
-    $admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1
-    if (-not $admin) {
-        throw 'no local account with relative ID 500'
-    }
-} catch {
-    $failed = $true
-    Write-KubenodeSerial ('FAILED: the built-in Administrator: ' + $_.Exception.Message)
-}
-
 # the build account
 try {
     $recorded = (Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\kubenode' -Name 'BuildAccountSid' -ErrorAction SilentlyContinue).BuildAccountSid
@@ -53,7 +41,12 @@ try {
     if ($rid -eq '500') {
         Write-KubenodeSerial ('ok: the build account ' + $recorded + ' is the built-in Administrator: it stays enabled')
     } else {
-        $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($admin.SID.AccountDomainSid.Value + '-' + $rid)
+        # This clone's machine SID, from any local account: every one is under it.
+        $machine = (Get-LocalUser | Select-Object -First 1).SID.AccountDomainSid
+        if (-not $machine) {
+            throw 'no local account to read the machine SID from'
+        }
+        $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($machine.Value + '-' + $rid)
         $account = Get-LocalUser -SID $sid -ErrorAction SilentlyContinue
         if (-not $account) {
             Write-KubenodeSerial ('ok: no account ' + $sid.Value + ' (the build account, ' + $recorded + ' in the build VM)')
@@ -64,6 +57,13 @@ try {
             Write-KubenodeSerial ('ok: the build account ' + $sid.Value + ' is disabled')
         }
     }
+    # Used: the clone keeps no trace of the build VM's account.
+    Remove-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\kubenode' -Name 'BuildAccountSid'
+    $left = Get-Item -LiteralPath 'HKLM:\SOFTWARE\kubenode'
+    if ($left.ValueCount -eq 0 -and $left.SubKeyCount -eq 0) {
+        Remove-Item -LiteralPath 'HKLM:\SOFTWARE\kubenode'
+    }
+    Write-KubenodeSerial 'changed: HKLM:\SOFTWARE\kubenode BuildAccountSid removed: used'
 } catch {
     $failed = $true
     Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)

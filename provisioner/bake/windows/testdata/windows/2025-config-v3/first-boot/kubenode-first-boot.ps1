@@ -31,22 +31,15 @@ try {
     Write-KubenodeSerial ('FAILED: the log file: ' + $_.Exception.Message)
 }
 
-# the built-in Administrator
+# the Administrator's own password
 try {
-    # Relative ID 500 under this clone's machine SID, whatever its name.
+    # clone_admin_password is empty: the answer file's password, the same in every clone and
+    # readable in the image until this boot deletes the answer file, is replaced by one made
+    # here. It is never written or shown.
     $admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1
     if (-not $admin) {
         throw 'no local account with relative ID 500'
     }
-} catch {
-    $failed = $true
-    Write-KubenodeSerial ('FAILED: the built-in Administrator: ' + $_.Exception.Message)
-}
-
-# the Administrator's own password
-try {
-    # clone_admin_password is empty: the answer file's password, the same in every clone, is
-    # replaced by one made here. It is never written or shown.
     $classes = @('ABCDEFGHJKLMNPQRSTUVWXYZ', 'abcdefghijkmnopqrstuvwxyz', '23456789', '-_.!#%+=')
     $all = -join $classes
     $random = [System.Security.Cryptography.RandomNumberGenerator]::Create()
@@ -70,6 +63,19 @@ try {
 } catch {
     $failed = $true
     Write-KubenodeSerial ('FAILED: the Administrator''s own password: ' + $_.Exception.Message)
+    # Fail closed: the account would keep the image's placeholder password, which anyone
+    # holding the image can read from its answer file.
+    try {
+        $builtin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1
+        if (-not $builtin) {
+            Write-KubenodeSerial 'ok: no local account with relative ID 500 to disable'
+        } else {
+            Disable-LocalUser -SID $builtin.SID
+            Write-KubenodeSerial ('changed: the built-in Administrator ' + $builtin.SID.Value + ' disabled: it would keep the image''s placeholder password')
+        }
+    } catch {
+        Write-KubenodeSerial ('FAILED: disabling the built-in Administrator: ' + $_.Exception.Message)
+    }
 }
 
 # the build account
@@ -82,7 +88,12 @@ try {
     if ($rid -eq '500') {
         Write-KubenodeSerial ('ok: the build account ' + $recorded + ' is the built-in Administrator: it stays enabled')
     } else {
-        $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($admin.SID.AccountDomainSid.Value + '-' + $rid)
+        # This clone's machine SID, from any local account: every one is under it.
+        $machine = (Get-LocalUser | Select-Object -First 1).SID.AccountDomainSid
+        if (-not $machine) {
+            throw 'no local account to read the machine SID from'
+        }
+        $sid = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ($machine.Value + '-' + $rid)
         $account = Get-LocalUser -SID $sid -ErrorAction SilentlyContinue
         if (-not $account) {
             Write-KubenodeSerial ('ok: no account ' + $sid.Value + ' (the build account, ' + $recorded + ' in the build VM)')
@@ -93,6 +104,13 @@ try {
             Write-KubenodeSerial ('ok: the build account ' + $sid.Value + ' is disabled')
         }
     }
+    # Used: the clone keeps no trace of the build VM's account.
+    Remove-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\kubenode' -Name 'BuildAccountSid'
+    $left = Get-Item -LiteralPath 'HKLM:\SOFTWARE\kubenode'
+    if ($left.ValueCount -eq 0 -and $left.SubKeyCount -eq 0) {
+        Remove-Item -LiteralPath 'HKLM:\SOFTWARE\kubenode'
+    }
+    Write-KubenodeSerial 'changed: HKLM:\SOFTWARE\kubenode BuildAccountSid removed: used'
 } catch {
     $failed = $true
     Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)
