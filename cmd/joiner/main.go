@@ -290,10 +290,16 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if seed != "" || (outDir != "" && format == "iso") {
-		if err := token.CheckSeed(node); err != nil {
-			return err
-		}
+	// Every seed, disc or file, is held to the same rules on the node:
+	// refuse one it would refuse before any token is made.
+	switch {
+	case seed != "":
+		err = token.CheckSeed("--seed-iso", node)
+	case outDir != "":
+		err = token.CheckSeed("--output-dir (--format "+format+")", node)
+	}
+	if err != nil {
+		return err
 	}
 	image, err := readImageManifest(manifest)
 	if err != nil {

@@ -32,13 +32,21 @@ func TestTokenManySeedsFlags(t *testing.T) {
 		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--kubelet-arg", "v=2", "--kubeconfig", "/nonexistent"}, code: 1, want: "kubeletExtraArgs: a join seed disc may not set it"},
 		// The flags are fine: the next thing is the cluster.
 		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--shared-token", "--kubeconfig", "/nonexistent"}, code: 1, want: "loading the admin kubeconfig"},
-		{args: []string{"--output-dir", dir, "--node-name", "w", "--format", "yaml", "--kubelet-arg", "v=2", "--kubeconfig", "/nonexistent"}, code: 1, want: "loading the admin kubeconfig"},
+		{args: []string{"--output-dir", dir, "--node-name", "w", "--format", "yaml", "--kubeconfig", "/nonexistent"}, code: 1, want: "loading the admin kubeconfig"},
+		// Nor a seed file: the node holds both to the same rules.
+		{args: []string{"--output-dir", dir, "--node-name", "w", "--format", "yaml", "--kubelet-arg", "v=2", "--kubeconfig", "/nonexistent"}, code: 1, want: "--output-dir (--format yaml): kubeletExtraArgs: a join seed disc may not set it"},
+		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--format", "yaml", "--cri-socket", "unix:///run/x.sock", "--kubeconfig", "/nonexistent"}, code: 1, want: "--output-dir (--format yaml): criSocket: a join seed disc may not set it"},
+		{args: []string{"--seed-iso", filepath.Join(dir, "x.iso"), "--cri-socket", "unix:///run/x.sock", "--kubeconfig", "/nonexistent"}, code: 1, want: "no token was made"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"token"}, tc.args...), &stdout, &stderr)
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr.String())
 		assert.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+		assert.NotContains(t, stderr.String(), "created bootstrap token", "%v", tc.args)
 	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no seed was written")
 }
 
 func TestWriteSeedsNamesEachAfterItsNode(t *testing.T) {

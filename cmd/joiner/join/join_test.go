@@ -463,6 +463,7 @@ func TestSeedSettingAnImageOnlyKeyIsRefused(t *testing.T) {
 // instead of a disc: the node joins with it, the image's settings stay, and
 // the file, which held the token, is removed afterwards.
 func TestConfigFromSeedFile(t *testing.T) {
+	jointest.TrustSeedFiles(t)
 	e := newEnv(t, "labels: {example.com/pool: baked}\ntimeouts: {discovery: 1s, nodeReady: 1s}\n")
 	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
 	e.opts.Paths.SeedDevices = []string{filepath.Join(t.TempDir(), "sr*")}
@@ -482,6 +483,7 @@ func TestConfigFromSeedFile(t *testing.T) {
 
 // A seed file is held to a seed disc's rules.
 func TestSeedFileSettingAnImageOnlyKeyIsRefused(t *testing.T) {
+	jointest.TrustSeedFiles(t)
 	e := newEnv(t, "labels: {example.com/pool: baked}\n")
 	e.opts.Paths.SeedFile = filepath.Join(t.TempDir(), "joiner-seed.yaml")
 	require.NoError(t, os.WriteFile(e.opts.Paths.SeedFile, []byte("apiServerEndpoint: 10.0.2.2:6443\ntoken: "+jointest.Token+

@@ -52,7 +52,7 @@ func loadConfig(ctx context.Context, d *data) error {
 				}
 			}
 			fmt.Fprintf(o.Log, "[config] no token yet: waiting up to %s for the join seed disc (label %s)%s\n", timeout, config.SeedLabel, orSeedFile(o.Paths))
-			seed, where, err := seed.Find(ctx, o.Paths, timeout)
+			seed, where, err := seed.Find(ctx, o.Paths, timeout, o.Log)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -25,27 +26,51 @@ var PollInterval = 2 * time.Second
 // labelled config.SeedLabel holding config.FileName, and returns the
 // seed's contents and where it was found (p.SeedFile, or the device). A
 // seed may come late (a hot-plugged CD-ROM, cloud-init writing the file
-// after the joiner started), so it keeps looking.
-func Find(ctx context.Context, p config.Paths, timeout time.Duration) (data []byte, where string, err error) {
+// after the joiner started), so it keeps looking; a seed file that is
+// empty or does not parse yet is being written, so it waits for the rest.
+// A seed file someone other than root could have written is refused at
+// once (ErrUnsafeFile); warnings go to log.
+func Find(ctx context.Context, p config.Paths, timeout time.Duration, log io.Writer) (data []byte, where string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var lastErr error
+	var lastErr, partial error
 	for {
+		fileErr := error(nil)
 		if p.SeedFile != "" {
-			switch data, err := config.ReadFile(p.SeedFile); {
+			data, warning, err := readSeedFile(p.SeedFile)
+			switch {
 			case err == nil:
-				return data, p.SeedFile, nil
-			case !errors.Is(err, os.ErrNotExist):
+				if fileErr = parses(data); fileErr == nil {
+					// Only now: tooling may chmod the file after writing it.
+					if warning != "" {
+						fmt.Fprintln(log, "[config] "+warning)
+					}
+					return data, p.SeedFile, nil
+				}
+				partial = fileErr
+			case errors.Is(err, os.ErrNotExist):
+				partial = nil
+			case errors.Is(err, errChanged):
+				fileErr = fmt.Errorf("%s: %w", p.SeedFile, err)
+				lastErr = fileErr
+			default:
 				return nil, "", fmt.Errorf("the join seed file: %w", err)
 			}
 		}
-		data, where, err := findSeedOnce(p)
-		if err == nil {
-			return data, where, nil
+		// While the seed file is being written, it wins over a disc.
+		if fileErr == nil {
+			data, where, err := findSeedOnce(p)
+			if err == nil {
+				return data, where, nil
+			}
+			lastErr = err
 		}
-		lastErr = err
 		select {
 		case <-ctx.Done():
+			if partial != nil {
+				return nil, "", fmt.Errorf("%w: %s, still after %s: %v; write it whole (to a temporary file in the same directory, then rename it into place), as `joiner token --format yaml` wrote it",
+					ErrUnparsable, p.SeedFile, timeout, partial)
+			}
 			file := ""
 			if p.SeedFile != "" {
 				file = "the file " + p.SeedFile + " and "

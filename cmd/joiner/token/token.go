@@ -161,16 +161,17 @@ func waitSigned(ctx context.Context, client kubernetes.Interface, tok *bootstrap
 	return server, hashes, nil
 }
 
-// CheckSeed refuses a configuration the joiner would refuse from a seed
-// disc (config.SeedKeys): such a disc is no use, so say so before a token
-// is made, not at the node's first boot.
-func CheckSeed(cfg *config.Config) error {
+// CheckSeed refuses a configuration the joiner would refuse from a seed,
+// disc or file (config.SeedKeys): such a seed is no use, so say so before
+// a token is made, not at the node's first boot. flag names the output
+// that would carry it.
+func CheckSeed(flag string, cfg *config.Config) error {
 	data, err := cfg.Marshal()
 	if err != nil {
 		return err
 	}
-	if err := config.New().MergeSeed("--seed-iso", data); err != nil {
-		return fmt.Errorf("%w\n(a seed disc carries the endpoint, token, CA pins, node name, labels, taints, "+
+	if err := config.New().MergeSeed(flag, data); err != nil {
+		return fmt.Errorf("%w\nno token was made (a seed disc or seed file carries the endpoint, token, CA pins, node name, labels, taints, "+
 			"timeouts and hosts entries for the API server's address; give the other settings to the image, or write them with --output "+
 			"and pass that file to the joiner with --config)", err)
 	}
@@ -184,7 +185,7 @@ func WriteSeed(path string, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckSeed(cfg); err != nil {
+	if err := CheckSeed(path, cfg); err != nil {
 		return err
 	}
 	return autounattend.WriteISOFile(path, autounattend.Disc{

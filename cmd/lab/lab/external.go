@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -18,8 +19,22 @@ func IgnoredKubeconfig(env string) string {
 	if env == "" {
 		return ""
 	}
-	return fmt.Sprintf("lab: KUBECONFIG=%s is ignored: the lab starts a control plane of its own; to join the nodes to that cluster instead, pass %s %s (make lab LAB_FLAGS=\"%s %s\")",
-		env, KubeconfigFlag, env, KubeconfigFlag, env)
+	// -kubeconfig takes one file; $KUBECONFIG may list several.
+	var files []string
+	for _, f := range filepath.SplitList(env) {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		files = []string{env}
+	}
+	file, which := files[0], ""
+	if len(files) > 1 {
+		which = fmt.Sprintf(" one of the %d files it lists, the one that sets current-context (kubectl takes the first that does), such as the first:", len(files))
+	}
+	return fmt.Sprintf("lab: KUBECONFIG=%s is ignored: the lab starts a control plane of its own; to join the nodes to that cluster instead, pass%s %s %s (make lab LAB_FLAGS=\"%s %s\")",
+		env, which, KubeconfigFlag, file, KubeconfigFlag, file)
 }
 
 // Target is the cluster a kubeconfig file selects: the one the lab, its

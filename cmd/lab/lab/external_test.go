@@ -49,6 +49,12 @@ func TestExportedKubeconfigIsIgnoredAndSaysSo(t *testing.T) {
 	msg := IgnoredKubeconfig("/home/u/.kube/prod")
 	assert.Contains(t, msg, "KUBECONFIG=/home/u/.kube/prod is ignored")
 	assert.Contains(t, msg, `make lab LAB_FLAGS="-kubeconfig /home/u/.kube/prod"`)
+
+	// -kubeconfig takes one file: of a list, it suggests one.
+	msg = IgnoredKubeconfig("/home/u/.kube/prod:/home/u/.kube/dev")
+	assert.Contains(t, msg, "KUBECONFIG=/home/u/.kube/prod:/home/u/.kube/dev is ignored")
+	assert.Contains(t, msg, "pass one of the 2 files it lists, the one that sets current-context (kubectl takes the first that does), such as the first: -kubeconfig /home/u/.kube/prod (")
+	assert.Contains(t, msg, `make lab LAB_FLAGS="-kubeconfig /home/u/.kube/prod"`)
 }
 
 // Without -kubeconfig, Options.Kubeconfig is empty whatever $KUBECONFIG

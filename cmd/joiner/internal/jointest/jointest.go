@@ -11,10 +11,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/seed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -85,4 +87,13 @@ func Sign(t testing.TB, cm *corev1.ConfigMap, token string) {
 		t.Fatal(err)
 	}
 	cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id] = sig
+}
+
+// TrustSeedFiles makes the joiner take the tests' seed files, which the
+// test user owns, as root's.
+func TrustSeedFiles(t *testing.T) {
+	t.Helper()
+	saved := seed.TrustedOwner
+	seed.TrustedOwner = func(*os.File, os.FileInfo) (string, bool, error) { return "uid 0", true, nil }
+	t.Cleanup(func() { seed.TrustedOwner = saved })
 }
