@@ -91,7 +91,12 @@ func (a *Artifact) String() string {
 
 func (a *Artifact) State(name string) interface{} {
 	if name == registryimage.ArtifactStateURI {
-		return a.registryImage()
+		// An untyped nil when there is no image: Packer tests the
+		// interface against nil, which a nil *Image is not.
+		if img := a.registryImage(); img != nil {
+			return img
+		}
+		return nil
 	}
 	return a.StateData[name]
 }
@@ -114,13 +119,14 @@ func (a *Artifact) registryImage() *registryimage.Image {
 	default:
 		return nil
 	}
-	img.Labels["format"] = "qcow2"
 	return img
 }
 
 // imageLabels are the HCP Packer labels of an image: what the builder was
 // configured with and, when kubenode-bake ran, what the guest reported and
-// the Kubernetes version baked in. Empty values are left out.
+// the versions and bootstrap baked in. Packer merges the labels of all a
+// build's images into one map, so only labels true of the whole build
+// belong here. Empty values are left out.
 func imageLabels(f ImageFacts, rec *baked.Record) map[string]string {
 	l := map[string]string{
 		"os_family":   f.OSFamily,

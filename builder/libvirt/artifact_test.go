@@ -18,7 +18,7 @@ func TestArtifactReportsTheImageFileToHCPPacker(t *testing.T) {
 	require.NoError(t, err)
 	facts := ImageFacts{OSFamily: "linux", SeedFlavor: "cloud-init", Firmware: "bios"}
 	rec := &baked.Record{
-		Facts: baked.Facts{Kubernetes: "v1.33.13", Containerd: "1.7.24"},
+		Facts: baked.Facts{Kubernetes: "v1.33.13", Containerd: "1.7.24", Bootstrap: "cluster-api"},
 		OS:    baked.GuestOS{ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)"},
 	}
 	a := &Artifact{
@@ -43,9 +43,9 @@ func TestArtifactReportsTheImageFileToHCPPacker(t *testing.T) {
 			"os_name":            "Debian GNU/Linux 12 (bookworm)",
 			"seed_flavor":        "cloud-init",
 			"firmware":           "bios",
-			"format":             "qcow2",
 			"kubernetes_version": "v1.33.13",
 			"containerd_version": "1.7.24",
+			"bootstrap":          "cluster-api",
 		},
 	}, got[0])
 }
@@ -66,11 +66,13 @@ func TestArtifactReportsAKeptVolumeToHCPPacker(t *testing.T) {
 			"os_version": "2022",
 			"os_edition": "datacenter-core",
 			"firmware":   "uefi",
-			"format":     "qcow2",
 		},
 	}, got[0])
 }
 
 func TestArtifactWithoutAnImageReportsNothingToHCPPacker(t *testing.T) {
 	assert.Nil(t, registrytest.Images(t, &Artifact{}))
+	// Packer tests the state against nil: a typed nil would pass as an image.
+	v := (&Artifact{}).State(image.ArtifactStateURI)
+	assert.True(t, v == nil, "State returned %#v, not an untyped nil", v)
 }

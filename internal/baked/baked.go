@@ -119,12 +119,13 @@ func Take(build string) (*Record, error) {
 }
 
 // Labels completes an image's HCP Packer labels (base, which it changes
-// and returns): with f, the Kubernetes and containerd versions baked in;
-// empty values are left out.
+// and returns): with f, the Kubernetes and containerd versions baked in
+// and how nodes join (bootstrap); empty values are left out.
 func Labels(base map[string]string, f *Facts) map[string]string {
 	if f != nil {
 		base["kubernetes_version"] = f.Kubernetes
 		base["containerd_version"] = f.Containerd
+		base["bootstrap"] = f.Bootstrap
 	}
 	for k, v := range base {
 		if v == "" {

@@ -17,7 +17,8 @@ type Artifact struct {
 	dir      string
 	files    []string
 	manifest Manifest
-	// source is the input's disk image, absolute.
+	// source is what the input artifact was made from (its own
+	// SourceImageID): "" when it reports none.
 	source string
 	// volume is where upload_pool put the first output; nil without upload.
 	volume *uploadedVolume
@@ -39,7 +40,12 @@ func (a *Artifact) State(name string) interface{} {
 	case "manifest":
 		return a.manifest
 	case registryimage.ArtifactStateURI:
-		return a.registryImages()
+		// An untyped nil when there is no image: Packer tests the
+		// interface against nil, which a nil slice is not.
+		if images := a.registryImages(); len(images) > 0 {
+			return images
+		}
+		return nil
 	}
 	return nil
 }
@@ -47,7 +53,7 @@ func (a *Artifact) State(name string) interface{} {
 // registryImages are the images as HCP Packer records them: each output
 // file by its absolute path (provider qemu, region its directory), and the
 // uploaded volume as pool/volume (provider libvirt, region the libvirt
-// URI), all with their source, the input's disk image.
+// URI), all with their source, what the input artifact was made from.
 func (a *Artifact) registryImages() []*registryimage.Image {
 	dir, err := filepath.Abs(a.dir)
 	if err != nil {
@@ -60,7 +66,7 @@ func (a *Artifact) registryImages() []*registryimage.Image {
 			ProviderName:   libvirt.ProviderQEMU,
 			ProviderRegion: dir,
 			SourceImageID:  a.source,
-			Labels:         a.labels(out),
+			Labels:         a.labels(),
 		})
 	}
 	if a.volume != nil && len(a.manifest.Outputs) > 0 {
@@ -69,16 +75,18 @@ func (a *Artifact) registryImages() []*registryimage.Image {
 			ProviderName:   libvirt.ProviderLibvirt,
 			ProviderRegion: a.volume.uri,
 			SourceImageID:  a.source,
-			Labels:         a.labels(a.manifest.Outputs[0]),
+			Labels:         a.labels(),
 		})
 	}
 	return images
 }
 
-// labels describe one output to HCP Packer: the manifest's OS, firmware
-// and baked versions, and the output's format, compression and sha256.
+// labels describe the outputs to HCP Packer: the manifest's OS, firmware,
+// baked versions and bootstrap. Packer merges the labels of all a build's
+// images into one map, so a label of one output (its format, compression
+// or sha256) would be overwritten by the next: those are in the manifest.
 // Empty values are left out.
-func (a *Artifact) labels(out Output) map[string]string {
+func (a *Artifact) labels() map[string]string {
 	m := a.manifest
 	l := map[string]string{
 		"os_family":   m.OS.Family,
@@ -89,9 +97,6 @@ func (a *Artifact) labels(out Output) map[string]string {
 		"os_edition":  m.OS.Edition,
 		"seed_flavor": m.OS.SeedFlavor,
 		"firmware":    m.Firmware.Type,
-		"format":      out.Format,
-		"compression": out.Compression,
-		"sha256":      out.SHA256,
 	}
 	return baked.Labels(l, m.Baked)
 }

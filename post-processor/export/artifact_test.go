@@ -22,7 +22,7 @@ func TestArtifactReportsEveryOutputToHCPPacker(t *testing.T) {
 		manifest: Manifest{
 			OS:       OSInfo{Family: "linux", ID: "debian", Version: "12", Name: "Debian GNU/Linux 12 (bookworm)", SeedFlavor: "cloud-init"},
 			Firmware: Firmware{Type: "uefi"},
-			Baked:    &Baked{Kubernetes: "v1.33.13", Containerd: "1.7.24"},
+			Baked:    &Baked{Kubernetes: "v1.33.13", Containerd: "1.7.24", Bootstrap: "cluster-api"},
 			Outputs: []Output{
 				{File: "node.qcow2", Format: "qcow2", Compression: "zstd", SHA256: "aa11"},
 				{File: "node.vhdx", Format: "vhdx", Compression: "none", SHA256: "bb22"},
@@ -31,54 +31,70 @@ func TestArtifactReportsEveryOutputToHCPPacker(t *testing.T) {
 		volume: &uploadedVolume{uri: "qemu:///system", pool: "images", name: "debian-node.qcow2"},
 	}
 	dir := filepath.Join(wd, "output-debian")
-	common := map[string]string{
-		"os_family": "linux", "os_id": "debian", "os_version": "12", "os_name": "Debian GNU/Linux 12 (bookworm)",
-		"seed_flavor": "cloud-init", "firmware": "uefi", "kubernetes_version": "v1.33.13", "containerd_version": "1.7.24",
-	}
-	with := func(format, compression, sum string) map[string]string {
-		l := map[string]string{"format": format, "compression": compression, "sha256": sum}
-		for k, v := range common {
-			l[k] = v
+	// Packer merges the labels of a build's images into one map: every
+	// image carries the same, build-wide ones (format, compression and
+	// sha256 of one output would be overwritten by the next's).
+	labels := func() map[string]string {
+		return map[string]string{
+			"os_family": "linux", "os_id": "debian", "os_version": "12", "os_name": "Debian GNU/Linux 12 (bookworm)",
+			"seed_flavor": "cloud-init", "firmware": "uefi", "kubernetes_version": "v1.33.13", "containerd_version": "1.7.24",
+			"bootstrap": "cluster-api",
 		}
-		return l
 	}
 
 	got := registrytest.Images(t, a)
 
 	assert.Equal(t, []image.Image{
-		{ImageID: filepath.Join(dir, "node.qcow2"), ProviderName: "qemu", ProviderRegion: dir, SourceImageID: "/work/output-debian/base.qcow2", Labels: with("qcow2", "zstd", "aa11")},
-		{ImageID: filepath.Join(dir, "node.vhdx"), ProviderName: "qemu", ProviderRegion: dir, SourceImageID: "/work/output-debian/base.qcow2", Labels: with("vhdx", "none", "bb22")},
-		{ImageID: "images/debian-node.qcow2", ProviderName: "libvirt", ProviderRegion: "qemu:///system", SourceImageID: "/work/output-debian/base.qcow2", Labels: with("qcow2", "zstd", "aa11")},
+		{ImageID: filepath.Join(dir, "node.qcow2"), ProviderName: "qemu", ProviderRegion: dir, SourceImageID: "/work/output-debian/base.qcow2", Labels: labels()},
+		{ImageID: filepath.Join(dir, "node.vhdx"), ProviderName: "qemu", ProviderRegion: dir, SourceImageID: "/work/output-debian/base.qcow2", Labels: labels()},
+		{ImageID: "images/debian-node.qcow2", ProviderName: "libvirt", ProviderRegion: "qemu:///system", SourceImageID: "/work/output-debian/base.qcow2", Labels: labels()},
 	}, got)
 }
 
+func TestArtifactWithoutOutputsReportsNothingToHCPPacker(t *testing.T) {
+	assert.Nil(t, registrytest.Images(t, &Artifact{dir: "output-debian"}))
+	// Packer tests the state against nil: a typed nil would pass as images.
+	v := (&Artifact{dir: "output-debian"}).State(image.ArtifactStateURI)
+	assert.True(t, v == nil, "State returned %#v, not an untyped nil", v)
+}
+
+// Every output names what the input was made from (the builder's
+// disk_image), whether or not an output replaced the input's file: the
+// input may be deleted (keep_input_artifact = false), and the build's
+// source must not change between runs.
 func TestExportedImagesNameTheirSource(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
 	base := map[interface{}]interface{}{"ImageID": src, "ProviderName": "qemu", "SourceImageID": "/images/debian-12-base.qcow2"}
 
-	t.Run("the input's image, when it stays", func(t *testing.T) {
+	for _, tc := range []struct {
+		name, format, imageID string
+	}{
+		{"the input's file stays", "raw", filepath.Join(dir, "node.raw")},
+		{"an output replaced the input's file", "qcow2", src},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &PostProcessor{}
+			require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{tc.format}}))
+			ui, log := uiForTest()
+			a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}, hcp: base})
+			require.NoError(t, err, log.String())
+			got := registrytest.Images(t, a)
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.imageID, got[0].ImageID)
+			assert.Equal(t, "/images/debian-12-base.qcow2", got[0].SourceImageID)
+			assert.NotContains(t, got[0].Labels, "sha256", "a label of one output only")
+		})
+	}
+	t.Run("an input that reports no image: no source", func(t *testing.T) {
 		p := &PostProcessor{}
-		require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"raw"}}))
+		require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"raw"}, "output_directory": filepath.Join(dir, "none")}))
 		ui, log := uiForTest()
-		a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}, hcp: base})
+		a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}})
 		require.NoError(t, err, log.String())
 		got := registrytest.Images(t, a)
 		require.Len(t, got, 1)
-		assert.Equal(t, filepath.Join(dir, "node.raw"), got[0].ImageID)
-		assert.Equal(t, src, got[0].SourceImageID)
-		assert.Len(t, got[0].Labels["sha256"], 64)
-	})
-	t.Run("what the input was made from, when an output replaced it", func(t *testing.T) {
-		p := &PostProcessor{}
-		require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"qcow2"}}))
-		ui, log := uiForTest()
-		a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}, hcp: base})
-		require.NoError(t, err, log.String())
-		got := registrytest.Images(t, a)
-		require.Len(t, got, 1)
-		assert.Equal(t, src, got[0].ImageID)
-		assert.Equal(t, "/images/debian-12-base.qcow2", got[0].SourceImageID)
+		assert.Empty(t, got[0].SourceImageID)
 	})
 }
 
@@ -98,6 +114,8 @@ func TestKeepInputArtifact(t *testing.T) {
 	in := filepath.Join(dir, "output-debian")
 	require.NoError(t, os.Mkdir(in, 0o755))
 	src := sourceImage(t, in)
+	link := filepath.Join(dir, "link-to-output")
+	require.NoError(t, os.Symlink(in, link))
 	no, yes := false, true
 	for _, tc := range []struct {
 		name              string
@@ -111,6 +129,8 @@ func TestKeepInputArtifact(t *testing.T) {
 		{"false, a directory whose name starts like the input's: removed", in + "-images", &no, false},
 		{"false, outputs in the input's directory: kept, removing it would remove them", "", &no, true},
 		{"false, outputs below the input's directory: kept", filepath.Join(in, "images"), &no, true},
+		{"false, the input's directory through a symlink: kept", link, &no, true},
+		{"false, below the input's directory through a symlink: kept", filepath.Join(link, "images"), &no, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &PostProcessor{}

@@ -121,7 +121,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		m.Baked = &rec.Facts
 		m.OS = m.OS.reported(rec.OS)
 	}
-	a := &Artifact{dir: dir, manifest: m, source: sourceID(in, src, dir, outputs)}
+	a := &Artifact{dir: dir, manifest: m, source: sourceID(in)}
 	if c.UploadPool != "" {
 		if err := upload(ctx, ui, c, filepath.Join(dir, outputs[0].File), outputs[0]); err != nil {
 			return nil, true, true, err
@@ -137,35 +137,28 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	return a, true, insideInput(in, dir), nil
 }
 
-// sourceID is what HCP Packer records the outputs as made from: the
-// input's disk image, or what the input was made from when an output
-// replaced that file (the default output_directory and name do).
-func sourceID(in packersdk.Artifact, src, dir string, outputs []Output) string {
-	abs, err := filepath.Abs(src)
-	if err != nil {
-		abs = src
+// sourceID is what HCP Packer records the outputs as made from: what the
+// input artifact was made from (the builder's disk_image), never the
+// input's own file, which keep_input_artifact = false may delete and
+// which would make the build's source change from run to run. "" when
+// the input reports no image.
+func sourceID(in packersdk.Artifact) string {
+	var images []registryimage.Image
+	if mapstructure.WeakDecode(in.State(registryimage.ArtifactStateURI), &images) != nil || len(images) == 0 {
+		return ""
 	}
-	for _, out := range outputs {
-		if o, err := filepath.Abs(filepath.Join(dir, out.File)); err == nil && o == abs {
-			var images []registryimage.Image
-			if mapstructure.WeakDecode(in.State(registryimage.ArtifactStateURI), &images) != nil || len(images) == 0 {
-				return ""
-			}
-			return images[0].SourceImageID
-		}
-	}
-	return abs
+	return images[0].SourceImageID
 }
 
 // insideInput says whether dir is, or is inside, the directory of one of
 // the input's files: destroying the input would remove it.
 func insideInput(in packersdk.Artifact, dir string) bool {
-	out, err := filepath.Abs(dir)
+	out, err := resolvedPath(dir)
 	if err != nil {
 		return true
 	}
 	for _, f := range in.Files() {
-		d, err := filepath.Abs(filepath.Dir(f))
+		d, err := resolvedPath(filepath.Dir(f))
 		if err != nil {
 			return true
 		}
@@ -174,6 +167,26 @@ func insideInput(in packersdk.Artifact, dir string) bool {
 		}
 	}
 	return false
+}
+
+// resolvedPath is p absolute with its symlinks resolved, so that a
+// directory reached through a link compares equal to its target. A path
+// that does not exist yet has its longest existing parent resolved.
+func resolvedPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for d := abs; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if filepath.Dir(d) == d {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(d)}, rest...)
+	}
 }
 
 // diskImage picks the disk image among an artifact's files.

@@ -150,7 +150,7 @@ type Config struct {
 
 	// `none` (default: the cluster's CNI DaemonSet brings the network) or
 	// `bridge` (a static node-local bridge config, for labs with one node
-	// per pod subnet).
+	// per pod subnet; refused with `bootstrap = "cluster-api"`).
 	CNI string `mapstructure:"cni"`
 	// Pod subnet of the `bridge` CNI config: an IPv4 network address, /30 or
 	// wider. Default `10.85.0.0/16`.
@@ -253,7 +253,9 @@ type Config struct {
 	// With `bootstrap = "cluster-api"`: cloud-init's `datasource_list`,
 	// written to `/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg`,
 	// names cloud-init knows (`NoCloud`, `ConfigDrive`, `OpenStack`,
-	// `Ec2`, `None`, ...), each once. Default `["NoCloud", "ConfigDrive",
+	// `Ec2`, `None`, ...), each once, at least one other than `None`, and
+	// `None` only last (cloud-init tries them in order and `None` always
+	// succeeds, with no bootstrap data). Default `["NoCloud", "ConfigDrive",
 	// "OpenStack", "None"]`: a cidata disc (Proxmox and other NoCloud
 	// providers), a config-2 drive (Metal3/Ironic, KubeVirt, OpenStack),
 	// OpenStack's metadata service.

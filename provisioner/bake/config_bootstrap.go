@@ -54,19 +54,39 @@ func (c *Config) prepareBootstrap() []error {
 	if len(c.KubeletExtraArgs) > 0 {
 		add(`kubelet_extra_args: the joiner passes them, and bootstrap = "cluster-api" images have none; set them in the KubeadmConfigTemplate (joinConfiguration.nodeRegistration.kubeletExtraArgs)`)
 	}
+	if c.CNI == "bridge" {
+		add(`cni: "bridge" with bootstrap = "cluster-api" would give every node made from the image the same pod subnet (bridge_subnet); remove cni (the cluster's CNI, which Cluster API's cluster installs, brings the network)`)
+	}
 	if len(c.CloudInitDatasources) == 0 {
 		c.CloudInitDatasources = slices.Clone(linux.DefaultCloudInitDatasources)
 	}
+	last := len(c.CloudInitDatasources) - 1
 	for i, ds := range c.CloudInitDatasources {
 		switch {
 		case !slices.Contains(linux.CloudInitDatasourceNames, ds):
 			add("cloud_init_datasources[%d]: %q is not a datasource cloud-init knows (known: %s)", i, ds, strings.Join(linux.CloudInitDatasourceNames, ", "))
 		case slices.Index(c.CloudInitDatasources, ds) != i:
 			add("cloud_init_datasources[%d]: %q is listed twice", i, ds)
+		case ds == datasourceNone && i != last:
+			add(`cloud_init_datasources[%d]: "None" must be last: cloud-init tries the datasources in order and None always succeeds, so those after it are never tried`, i)
 		}
+	}
+	notNone := func(ds string) bool { return ds != datasourceNone }
+	if !slices.ContainsFunc(c.CloudInitDatasources, notNone) {
+		var named []string
+		for _, ds := range linux.DefaultCloudInitDatasources {
+			if notNone(ds) {
+				named = append(named, ds)
+			}
+		}
+		add(`cloud_init_datasources: lists no datasource but None, which has no bootstrap data, so no node made from the image would join; list the one your infrastructure provider delivers it through (%s, ...)`, strings.Join(named, ", "))
 	}
 	return errs
 }
+
+// datasourceNone is cloud-init's fallback datasource: it always succeeds,
+// with no user data.
+const datasourceNone = "None"
 
 // errClusterAPIWindows refuses Cluster API's bootstrap for a Windows guest.
 var errClusterAPIWindows = errors.New(`bootstrap: "cluster-api" is for Linux guests only (a Windows node made by Cluster API needs cloudbase-init, which kubenode-bake does not install); use bootstrap = "joiner" for Windows`)

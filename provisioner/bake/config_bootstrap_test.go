@@ -36,6 +36,13 @@ func TestPrepareBootstrapDefaults(t *testing.T) {
 	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api", "guest_os_type": "linux",
 		"cloud_init_datasources": []string{"ConfigDrive", "Ec2", "None"}, "install_joiner": false}))
 	assert.Equal(t, []string{"ConfigDrive", "Ec2", "None"}, c.CloudInitDatasources)
+
+	for _, ds := range [][]string{{"NoCloud"}, {"ConfigDrive", "None"}} {
+		c = Config{}
+		assert.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api", "cloud_init_datasources": ds}), "%v", ds)
+	}
+	c = Config{}
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api", "cni": "none"}), "cni = none stays allowed")
 }
 
 // Every problem of the Cluster API keys is reported at once, each naming
@@ -76,6 +83,10 @@ func TestPrepareBootstrapNamesEveryBadKey(t *testing.T) {
 	}{
 		{map[string]any{"bootstrap": "ignition"}, `bootstrap: "ignition" is not joiner or cluster-api`},
 		{map[string]any{"cloud_init_datasources": []string{"NoCloud"}}, `cloud_init_datasources: only used with bootstrap = "cluster-api"`},
+		{map[string]any{"bootstrap": "cluster-api", "cni": "bridge"}, `cni: "bridge" with bootstrap = "cluster-api" would give every node made from the image the same pod subnet (bridge_subnet); remove cni`},
+		{map[string]any{"bootstrap": "cluster-api", "cloud_init_datasources": []string{"None"}}, `cloud_init_datasources: lists no datasource but None, which has no bootstrap data, so no node made from the image would join; list the one your infrastructure provider delivers it through (NoCloud, ConfigDrive, OpenStack, ...)`},
+		{map[string]any{"bootstrap": "cluster-api", "cloud_init_datasources": []string{"None", "NoCloud"}}, `cloud_init_datasources[0]: "None" must be last: cloud-init tries the datasources in order and None always succeeds`},
+		{map[string]any{"bootstrap": "cluster-api", "cloud_init_datasources": []string{"NoCloud", "None", "ConfigDrive"}}, `cloud_init_datasources[1]: "None" must be last`},
 	} {
 		var c Config
 		tc.raw["download_cache_dir"] = t.TempDir()

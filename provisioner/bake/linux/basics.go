@@ -28,8 +28,9 @@ const linuxTimeSyncUnits = "chrony.service chronyd.service ntpsec.service ntp.se
 
 // Where the root-growing unit goes on a guest without cloud-init.
 const (
-	linuxGrowrootUnit   = "kubenode-growroot.service"
-	linuxGrowrootScript = "/usr/local/sbin/kubenode-growroot"
+	linuxGrowrootUnit     = "kubenode-growroot.service"
+	linuxGrowrootUnitPath = "/etc/systemd/system/" + linuxGrowrootUnit
+	linuxGrowrootScript   = "/usr/local/sbin/kubenode-growroot"
 )
 
 // shCloudInitGrowsRoot defines cloudinit_grows_root, which prints why
@@ -88,7 +89,7 @@ func linuxNodeBasics(p Plan) []byte {
 	s.line("else")
 	s.line("  # No cloud-init: a oneshot unit grows the root partition and file system at boot.")
 	s.file(linuxGrowrootScript, "0755", GrowrootScript, "")
-	s.file("/etc/systemd/system/"+linuxGrowrootUnit, "0644", linuxGrowrootUnitFile, "systemctl daemon-reload")
+	s.file(linuxGrowrootUnitPath, "0644", linuxGrowrootUnitFile, "systemctl daemon-reload")
 	s.line("  if systemctl is-enabled -q %s; then echo 'ok: %s enabled'; else systemctl enable -q %s; echo 'changed: %s enabled'; fi",
 		linuxGrowrootUnit, linuxGrowrootUnit, linuxGrowrootUnit, linuxGrowrootUnit)
 	s.line("fi")

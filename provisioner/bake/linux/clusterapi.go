@@ -29,7 +29,12 @@ var CloudInitDatasourceNames = []string{
 // providers deliver bootstrap data through: NoCloud (Proxmox, a cidata
 // disc), ConfigDrive (Metal3/Ironic's config-2, KubeVirt's
 // CloudInitConfigDrive, OpenStack's config drive), OpenStack (its metadata
-// service), and None last, so that cloud-init still runs without one.
+// service), and None last: what cloud-init falls back to when it runs and
+// none of the others answers. None does not make cloud-init run: on
+// x86_64, ds-identify's default policy disables cloud-init for a boot on
+// which it finds none of the listed datasources. cloud-init tries them in
+// order and None always succeeds, so it goes last, and a list of None
+// alone (which ds-identify takes as-is) never bootstraps a node.
 var DefaultCloudInitDatasources = []string{"NoCloud", "ConfigDrive", "OpenStack", "None"}
 
 // Where the datasources go: cloud-init reads /etc/cloud/cloud.cfg, then
@@ -43,15 +48,17 @@ const (
 	LinuxCloudInitDatasourcesFile = linuxCloudCfgDir + "/99-kubenode-datasources.cfg"
 )
 
-// linuxCloudInitLeftovers pin or disable cloud-init's datasources on an
-// installed system; image-builder's sysprep role removes the same:
-// subiquity's datasource None (99-installer.cfg), its network config and
-// the switch that turns cloud-init's networking off, ds-identify's policy,
+// linuxCloudInitLeftovers pin or disable cloud-init's datasources or its
+// networking on an installed system; image-builder's sysprep role removes
+// the same: subiquity's datasource None (99-installer.cfg), its network
+// config and the switch that turns cloud-init's networking off (named
+// with and without 00-, by subiquity's releases), ds-identify's policy,
 // and the file that disables cloud-init altogether.
 var linuxCloudInitLeftovers = []string{
 	linuxCloudCfgDir + "/99-installer.cfg",
 	linuxCloudCfgDir + "/90-installer-network.cfg",
 	linuxCloudCfgDir + "/subiquity-disable-cloudinit-networking.cfg",
+	linuxCloudCfgDir + "/00-subiquity-disable-cloudinit-networking.cfg",
 	"/etc/cloud/ds-identify.cfg",
 	"/etc/cloud/cloud-init.disabled",
 }
@@ -121,7 +128,15 @@ func linuxClusterAPI(p Plan) []byte {
 	s.line("else")
 	s.line("  echo 'ok: no joiner'")
 	s.line("fi")
-	s.line("# What the OS installer left that pins or disables cloud-init's datasources.")
+	s.line("# cloud-init's growpart and resizefs grow the root: node-basics' unit (installed while cloud-init was absent) goes.")
+	growroot := strings.Join([]string{linuxGrowrootUnitPath, linuxGrowrootScript}, " ")
+	s.line("if [ -e %s ] || [ -e %s ]; then", linuxGrowrootUnitPath, linuxGrowrootScript)
+	s.line("  systemctl disable -q %s 2>/dev/null || true; rm -f %s; systemctl daemon-reload", linuxGrowrootUnit, growroot)
+	s.line("  echo %s", q("changed: "+linuxGrowrootUnit+" removed (cloud-init grows the root)"))
+	s.line("else")
+	s.line("  echo %s", q("ok: no "+linuxGrowrootUnit))
+	s.line("fi")
+	s.line("# What the OS installer left that pins or disables cloud-init's datasources or networking.")
 	for _, f := range linuxCloudInitLeftovers {
 		s.line("if [ -e %s ]; then rm -f %s; echo %s; fi", f, f, q("changed: "+f+" removed"))
 	}
@@ -136,6 +151,11 @@ func linuxClusterAPI(p Plan) []byte {
 	s.line("# cloud-init's stages start at boot.")
 	s.line("found=''")
 	s.line("for u in %s; do", linuxCloudInitUnits)
+	s.line(`  # A masked unit cannot be enabled.`)
+	s.line(`  case "$(systemctl is-enabled "$u" 2>/dev/null)" in`)
+	s.line(`    masked) systemctl unmask -q "$u"; echo "changed: $u unmasked" ;;`)
+	s.line(`    masked-runtime) systemctl unmask -q --runtime "$u"; echo "changed: $u unmasked" ;;`)
+	s.line(`  esac`)
 	s.line(`  systemctl cat "$u" >/dev/null 2>&1 || continue`)
 	s.line(`  found="$found $u"`)
 	s.line(`  if systemctl is-enabled -q "$u"; then echo "ok: $u enabled"; else systemctl enable -q "$u"; echo "changed: $u enabled"; fi`)
@@ -164,7 +184,7 @@ func linuxClusterAPISelfCheck(s *sh, c node.SelfCheck) {
 	s.line("%s", shLaterPins)
 	s.line("for f in $(later_pins); do problem \"$f sets datasource_list and is read after %s: its list wins\"; done", LinuxCloudInitDatasourcesFile)
 	for _, f := range linuxCloudInitLeftovers {
-		s.line("if [ -e %s ]; then problem %s; else echo %s; fi", f, q(f+" is there: it pins or disables cloud-init's datasources"), q("ok: no "+f))
+		s.line("if [ -e %s ]; then problem %s; else echo %s; fi", f, q(f+" is there: it pins or disables cloud-init's datasources or networking"), q("ok: no "+f))
 	}
 	s.line("if [ -e %s ] || systemctl cat %s.service >/dev/null 2>&1; then problem %s; else echo 'ok: no joiner unit'; fi",
 		units.LinuxUnitPath, units.JoinerServiceName, q("the joiner's unit "+units.JoinerServiceName+".service is installed: it would join the node beside Cluster API's kubeadm join"))
@@ -179,6 +199,33 @@ func linuxClusterAPISelfCheck(s *sh, c node.SelfCheck) {
 	s.line(`  if [ -z "$ssh" ] && [ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ]; then ssh=$u; fi`)
 	s.line("done")
 	s.line(`if [ -n "$ssh" ]; then echo "ok: SSH server: $ssh enabled"; else problem "no SSH server is enabled (%s): Cluster API's machines are reached by SSH; install openssh-server and enable it"; fi`, linuxSSHUnits)
+}
+
+// linuxInstallerNetwork is the network config the OS installer wrote for
+// the build VM (subiquity's netplan, and cloud-init's from the installer's
+// datasource) and curtin's switch that keeps cloud-init off apt's
+// sources: with them a clone would keep the build VM's interfaces and
+// addresses; without them cloud-init writes each clone's from its
+// datasource. image-builder's sysprep role removes the same.
+var linuxInstallerNetwork = []string{
+	"/etc/netplan/00-installer-config.yaml",
+	"/etc/netplan/50-cloud-init.yaml",
+	linuxCloudCfgDir + "/curtin-preserve-sources.cfg",
+}
+
+// linuxHosts is /etc/hosts of a Cluster API image, as image-builder's:
+// localhost only, cloud-init and kubeadm add the node's own name.
+const linuxHosts = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+
+// linuxResetNetwork has every clone take its network and name from its
+// datasource: the installer's network config goes, /etc/hostname is
+// emptied and /etc/hosts holds localhost only.
+func linuxResetNetwork(s *sh) {
+	for _, f := range linuxInstallerNetwork {
+		s.line("if [ -e %s ]; then rm -f %s; echo %s; fi", f, f, q("changed: "+f+" removed (the installer's: cloud-init configures each VM from its datasource)"))
+	}
+	s.line("if [ -s /etc/hostname ]; then : > /etc/hostname; echo %s; else echo 'ok: /etc/hostname empty'; fi", q("changed: /etc/hostname emptied (cloud-init sets each VM's name)"))
+	s.file("/etc/hosts", "0644", linuxHosts, "")
 }
 
 // linuxCleanCloudInit has every clone's cloud-init run as on a new

@@ -78,7 +78,7 @@ func newFakeGuest(t *testing.T) fakeGuest {
 	for _, d := range []string{g.bin, g.usrBin, g.etc + "/cloud/cloud.cfg.d", g.etc + "/systemd/system", g.etc + "/kubenode", root + "/local-bin"} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
-	enabled := filepath.Join(root, "enabled")
+	enabled, masked := filepath.Join(root, "enabled"), filepath.Join(root, "masked")
 	stubs := map[string]string{
 		"apt-get":    `echo "apt-get $*" >> ` + q(g.calls),
 		"dpkg-query": `echo 'install ok installed'`,
@@ -87,8 +87,9 @@ func newFakeGuest(t *testing.T) fakeGuest {
 		"systemctl": `echo "systemctl $*" >> ` + q(g.calls) + `
 case "$1" in
   cat) case "$2" in cloud-init-local.service|cloud-init.service|cloud-config.service|cloud-final.service|ssh.service) exit 0;; esac; exit 1;;
-  is-enabled) [ "$2" = -q ] && shift; if grep -qx "$2" ` + q(enabled) + ` 2>/dev/null; then echo enabled; exit 0; fi; echo disabled; exit 1;;
-  enable) [ "$2" = -q ] && shift; echo "$2" >> ` + q(enabled) + `;;
+  is-enabled) [ "$2" = -q ] && shift; if grep -qx "$2" ` + q(masked) + ` 2>/dev/null; then echo masked; exit 1; fi; if grep -qx "$2" ` + q(enabled) + ` 2>/dev/null; then echo enabled; exit 0; fi; echo disabled; exit 1;;
+  unmask) [ "$2" = -q ] && shift; grep -vx "$2" ` + q(masked) + ` > ` + q(masked) + `.new; mv ` + q(masked) + `.new ` + q(masked) + `;;
+  enable) [ "$2" = -q ] && shift; if grep -qx "$2" ` + q(masked) + ` 2>/dev/null; then echo "Failed to enable unit: Unit file $2 is masked." >&2; exit 1; fi; echo "$2" >> ` + q(enabled) + `;;
 esac
 exit 0`,
 	}
@@ -101,6 +102,7 @@ exit 0`,
 func (g fakeGuest) redirect(t *testing.T, script []byte) string {
 	s := strings.NewReplacer(
 		units.LinuxJoinerPath, g.root+"/local-bin/kubenode-joiner",
+		linuxGrowrootScript, g.root+"/local-sbin/kubenode-growroot",
 		"/etc/", g.etc+"/",
 		"[ -x "+linuxBinDir+"/", "[ -x "+g.usrBin+"/",
 		"[ -S "+linuxContainerdSocket+" ]", "[ -S "+g.socket+" ]",
@@ -143,6 +145,11 @@ func TestClusterAPIStepOnAFakeGuest(t *testing.T) {
 		"etc/systemd/system/kubenode-joiner.service": "[Unit]\n",
 		"etc/kubenode/joiner.yaml":                   "kind: JoinerConfiguration\n",
 		"local-bin/kubenode-joiner":                  "#!/bin/sh\n",
+		// node-basics' unit, from a bake before cloud-init was installed.
+		"etc/systemd/system/kubenode-growroot.service": "[Unit]\n",
+		"local-sbin/kubenode-growroot":                 "#!/bin/sh\n",
+		// cloud-final masked: enabling it would fail.
+		"masked": "cloud-final.service\n",
 	})
 	p := clusterAPIPlan()
 	p.Proxy = node.Proxy{}
@@ -153,9 +160,12 @@ func TestClusterAPIStepOnAFakeGuest(t *testing.T) {
 		assert.NoFileExists(t, g.etc+strings.TrimPrefix(f, "/etc"))
 		assert.Contains(t, out, "changed: "+f+" removed")
 	}
-	for _, f := range []string{"etc/systemd/system/kubenode-joiner.service", "etc/kubenode/joiner.yaml", "local-bin/kubenode-joiner"} {
+	for _, f := range []string{"etc/systemd/system/kubenode-joiner.service", "etc/kubenode/joiner.yaml", "local-bin/kubenode-joiner",
+		"etc/systemd/system/kubenode-growroot.service", "local-sbin/kubenode-growroot"} {
 		assert.NoFileExists(t, filepath.Join(g.root, f))
 	}
+	assert.Contains(t, out, "changed: kubenode-growroot.service removed (cloud-init grows the root)")
+	assert.Contains(t, out, "changed: cloud-final.service unmasked")
 	data, err := os.ReadFile(g.etc + "/cloud/cloud.cfg.d/99-kubenode-datasources.cfg")
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "\ndatasource_list: [ NoCloud, ConfigDrive, OpenStack, None ]\n")
@@ -165,6 +175,10 @@ func TestClusterAPIStepOnAFakeGuest(t *testing.T) {
 	}
 	assert.NotContains(t, string(calls), "enable -q cloud-init-network.service", "a unit this cloud-init does not have")
 	assert.NotContains(t, string(calls), "apt-get", "the packages are installed")
+	assert.Contains(t, string(calls), "systemctl disable -q kubenode-growroot.service\n")
+	unmask := strings.Index(string(calls), "systemctl unmask -q cloud-final.service\n")
+	require.GreaterOrEqual(t, unmask, 0, "cloud-final.service unmasked")
+	assert.Less(t, unmask, strings.Index(string(calls), "systemctl enable -q cloud-final.service\n"), "before it is enabled")
 
 	out, err = g.run(t, script)
 	require.NoError(t, err, out)
@@ -237,5 +251,49 @@ func TestClusterAPISelfCheckOnAFakeGuest(t *testing.T) {
 		"problem: no SSH server is enabled",
 	} {
 		assert.Contains(t, strings.ReplaceAll(got, bad.usrBin, "/usr/bin"), want)
+	}
+}
+
+// Generalize in cluster-api mode leaves a clone to take its network and
+// name from its datasource: the installer's netplan and curtin's sources
+// switch removed, /etc/hostname empty, /etc/hosts localhost only; a second
+// run changes nothing. The joiner's generalize keeps them.
+func TestClusterAPIGeneralizeResetsTheNetwork(t *testing.T) {
+	g := newFakeGuest(t)
+	installer := map[string]string{
+		"etc/hostname":                      "build-vm\n",
+		"etc/hosts":                         "127.0.0.1 localhost\n127.0.1.1 build-vm\n",
+		"etc/netplan/01-kubenode-keep.yaml": "network: {version: 2}\n",
+	}
+	for _, f := range linuxInstallerNetwork {
+		installer[strings.TrimPrefix(f, "/")] = "network: {version: 2, ethernets: {enp1s0: {dhcp4: true}}}\n"
+	}
+	g.write(t, installer)
+	s := newSh("reset network")
+	linuxResetNetwork(s)
+	script := g.redirect(t, s.bytes())
+	out, err := g.run(t, script)
+	require.NoError(t, err, out)
+	for _, f := range linuxInstallerNetwork {
+		assert.NoFileExists(t, g.etc+strings.TrimPrefix(f, "/etc"))
+		assert.Contains(t, out, "changed: "+f+" removed")
+	}
+	assert.FileExists(t, g.etc+"/netplan/01-kubenode-keep.yaml", "netplan files the installer did not write stay")
+	hostname, err := os.ReadFile(g.etc + "/hostname")
+	require.NoError(t, err)
+	assert.Empty(t, hostname)
+	hosts, err := os.ReadFile(g.etc + "/hosts")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n", string(hosts))
+
+	out, err = g.run(t, script)
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "changed: ", "a second run reports 0 changes")
+
+	p := clusterAPIPlan()
+	assert.Contains(t, string(linuxGeneralize(p)), "/etc/netplan/00-installer-config.yaml")
+	joiner := string(linuxGeneralize(testPlan()))
+	for _, f := range append(linuxInstallerNetwork, "/etc/hostname", "/etc/hosts") {
+		assert.NotContains(t, joiner, f, "bootstrap = joiner keeps it")
 	}
 }

@@ -478,6 +478,7 @@ WantedBy=multi-user.target
 	linuxLockAccount(s, p.LockAccount)
 	linuxRemoveInstallerProxy(s)
 	if p.clusterAPI() {
+		linuxResetNetwork(s)
 		linuxCleanCloudInit(s)
 	} else {
 		s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")

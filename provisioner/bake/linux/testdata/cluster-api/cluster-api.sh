@@ -29,10 +29,18 @@ if [ -e /etc/systemd/system/kubenode-joiner.service ] || [ -e /usr/local/bin/kub
 else
   echo 'ok: no joiner'
 fi
-# What the OS installer left that pins or disables cloud-init's datasources.
+# cloud-init's growpart and resizefs grow the root: node-basics' unit (installed while cloud-init was absent) goes.
+if [ -e /etc/systemd/system/kubenode-growroot.service ] || [ -e /usr/local/sbin/kubenode-growroot ]; then
+  systemctl disable -q kubenode-growroot.service 2>/dev/null || true; rm -f /etc/systemd/system/kubenode-growroot.service /usr/local/sbin/kubenode-growroot; systemctl daemon-reload
+  echo 'changed: kubenode-growroot.service removed (cloud-init grows the root)'
+else
+  echo 'ok: no kubenode-growroot.service'
+fi
+# What the OS installer left that pins or disables cloud-init's datasources or networking.
 if [ -e /etc/cloud/cloud.cfg.d/99-installer.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/99-installer.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/99-installer.cfg removed'; fi
 if [ -e /etc/cloud/cloud.cfg.d/90-installer-network.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/90-installer-network.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/90-installer-network.cfg removed'; fi
 if [ -e /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg removed'; fi
+if [ -e /etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg removed'; fi
 if [ -e /etc/cloud/ds-identify.cfg ]; then rm -f /etc/cloud/ds-identify.cfg; echo 'changed: /etc/cloud/ds-identify.cfg removed'; fi
 if [ -e /etc/cloud/cloud-init.disabled ]; then rm -f /etc/cloud/cloud-init.disabled; echo 'changed: /etc/cloud/cloud-init.disabled removed'; fi
 put '/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg' 0644 <<'KUBENODE_EOF' || true
@@ -57,6 +65,11 @@ echo 'ok: cloud-init'\''s datasource_list is NoCloud, ConfigDrive, OpenStack, No
 # cloud-init's stages start at boot.
 found=''
 for u in cloud-init-local.service cloud-init-main.service cloud-init-network.service cloud-init.service cloud-config.service cloud-final.service; do
+  # A masked unit cannot be enabled.
+  case "$(systemctl is-enabled "$u" 2>/dev/null)" in
+    masked) systemctl unmask -q "$u"; echo "changed: $u unmasked" ;;
+    masked-runtime) systemctl unmask -q --runtime "$u"; echo "changed: $u unmasked" ;;
+  esac
   systemctl cat "$u" >/dev/null 2>&1 || continue
   found="$found $u"
   if systemctl is-enabled -q "$u"; then echo "ok: $u enabled"; else systemctl enable -q "$u"; echo "changed: $u enabled"; fi

@@ -32,6 +32,14 @@ if [ -f /etc/apt/apt.conf ] && grep -Eqi '^[[:space:]]*Acquire::https?::Proxy([[
   echo 'changed: Acquire::http(s)::Proxy removed from /etc/apt/apt.conf (the installer'\''s proxy)'
   if ! grep -q '[^[:space:]]' /etc/apt/apt.conf; then rm -f /etc/apt/apt.conf; echo 'changed: /etc/apt/apt.conf removed (empty)'; fi
 fi
+if [ -e /etc/netplan/00-installer-config.yaml ]; then rm -f /etc/netplan/00-installer-config.yaml; echo 'changed: /etc/netplan/00-installer-config.yaml removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
+if [ -e /etc/netplan/50-cloud-init.yaml ]; then rm -f /etc/netplan/50-cloud-init.yaml; echo 'changed: /etc/netplan/50-cloud-init.yaml removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
+if [ -e /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
+if [ -s /etc/hostname ]; then : > /etc/hostname; echo 'changed: /etc/hostname emptied (cloud-init sets each VM'\''s name)'; else echo 'ok: /etc/hostname empty'; fi
+put '/etc/hosts' 0644 <<'KUBENODE_EOF' || true
+127.0.0.1 localhost
+::1 localhost ip6-localhost ip6-loopback
+KUBENODE_EOF
 if cloud-init clean --help 2>&1 | grep -q -- '--seed'; then cloud-init clean --logs --seed >/dev/null; else cloud-init clean --logs >/dev/null; rm -rf /var/lib/cloud/seed; fi
 echo 'changed: cloud-init state, logs and seed cleaned: it runs again on every VM from this image'
 if command -v apt-get >/dev/null; then apt-get clean; fi

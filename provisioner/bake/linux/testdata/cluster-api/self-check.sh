@@ -100,11 +100,12 @@ later_pins() { # the cloud.cfg.d files read after /etc/cloud/cloud.cfg.d/99-kube
   done
 }
 for f in $(later_pins); do problem "$f sets datasource_list and is read after /etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg: its list wins"; done
-if [ -e /etc/cloud/cloud.cfg.d/99-installer.cfg ]; then problem '/etc/cloud/cloud.cfg.d/99-installer.cfg is there: it pins or disables cloud-init'\''s datasources'; else echo 'ok: no /etc/cloud/cloud.cfg.d/99-installer.cfg'; fi
-if [ -e /etc/cloud/cloud.cfg.d/90-installer-network.cfg ]; then problem '/etc/cloud/cloud.cfg.d/90-installer-network.cfg is there: it pins or disables cloud-init'\''s datasources'; else echo 'ok: no /etc/cloud/cloud.cfg.d/90-installer-network.cfg'; fi
-if [ -e /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg ]; then problem '/etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg is there: it pins or disables cloud-init'\''s datasources'; else echo 'ok: no /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg'; fi
-if [ -e /etc/cloud/ds-identify.cfg ]; then problem '/etc/cloud/ds-identify.cfg is there: it pins or disables cloud-init'\''s datasources'; else echo 'ok: no /etc/cloud/ds-identify.cfg'; fi
-if [ -e /etc/cloud/cloud-init.disabled ]; then problem '/etc/cloud/cloud-init.disabled is there: it pins or disables cloud-init'\''s datasources'; else echo 'ok: no /etc/cloud/cloud-init.disabled'; fi
+if [ -e /etc/cloud/cloud.cfg.d/99-installer.cfg ]; then problem '/etc/cloud/cloud.cfg.d/99-installer.cfg is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/cloud.cfg.d/99-installer.cfg'; fi
+if [ -e /etc/cloud/cloud.cfg.d/90-installer-network.cfg ]; then problem '/etc/cloud/cloud.cfg.d/90-installer-network.cfg is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/cloud.cfg.d/90-installer-network.cfg'; fi
+if [ -e /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg ]; then problem '/etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/cloud.cfg.d/subiquity-disable-cloudinit-networking.cfg'; fi
+if [ -e /etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg ]; then problem '/etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/cloud.cfg.d/00-subiquity-disable-cloudinit-networking.cfg'; fi
+if [ -e /etc/cloud/ds-identify.cfg ]; then problem '/etc/cloud/ds-identify.cfg is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/ds-identify.cfg'; fi
+if [ -e /etc/cloud/cloud-init.disabled ]; then problem '/etc/cloud/cloud-init.disabled is there: it pins or disables cloud-init'\''s datasources or networking'; else echo 'ok: no /etc/cloud/cloud-init.disabled'; fi
 if [ -e /etc/systemd/system/kubenode-joiner.service ] || systemctl cat kubenode-joiner.service >/dev/null 2>&1; then problem 'the joiner'\''s unit kubenode-joiner.service is installed: it would join the node beside Cluster API'\''s kubeadm join'; else echo 'ok: no joiner unit'; fi
 if [ -e /usr/local/bin/kubenode-joiner ]; then problem 'the joiner /usr/local/bin/kubenode-joiner is installed (bootstrap = "cluster-api" has none)'; fi
 for b in kubeadm kubelet kubectl; do
