@@ -37,16 +37,18 @@ func run() int {
 	o := lab.Options{Root: root, Out: os.Stdout}
 	var keep bool
 	var labels string
-	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-node.pkr.hcl)")
+	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-node.pkr.hcl; with -bootstrap cluster-api, examples/debian-12-capi.pkr.hcl)")
+	flag.StringVar(&o.Bootstrap, "bootstrap", lab.BootstrapJoiner, "how the nodes join: joiner (a join seed disc per node) or cluster-api (Cluster API's kubeadm bootstrap data, on a NoCloud disc and a config drive in turn)")
+	flag.StringVar(&o.CAPIRender, "capi-render", filepath.Join(root, "dist", "kubenode-capi-render"), "kubenode-capi-render binary, for -bootstrap cluster-api (make capi-render)")
 	flag.StringVar(&o.Packer, "packer", os.Getenv("KUBENODE_PACKER"), "packer binary (default $KUBENODE_PACKER, from scripts/setup.sh env)")
 	flag.StringVar(&o.Plugin, "plugin", filepath.Join(root, "packer-plugin-kubenode"), "this plugin's binary (make build)")
 	flag.StringVar(&o.Joiner, "joiner", filepath.Join(root, "dist", "kubenode-joiner"), "linux joiner binary (make joiner)")
 	flag.StringVar(&o.KubernetesDir, "kubernetes-dir", "", "kubelet, kubeadm, kubectl and control-plane binaries (default: scripts/k8s-binaries.sh)")
 	flag.StringVar(&o.BaseDisk, "base-disk", "", "Debian 12 base disk (default: scripts/base-disk.sh)")
-	flag.StringVar(&o.ImageDir, "image-dir", filepath.Join(root, "output-debian-12-node"), "where the image, its checksum and manifest go (kept)")
+	flag.StringVar(&o.ImageDir, "image-dir", filepath.Join(root, "output-debian-12-node"), "where the image, its checksum and manifest go (kept; with -bootstrap cluster-api, output-debian-12-capi)")
 	flag.StringVar(&o.WorkDir, "work-dir", "", "scratch directory, removed at the end (default: a new one under $TMPDIR)")
 	flag.StringVar(&o.Accelerator, "accelerator", "tcg", "tcg, or kvm where KVM works")
-	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value]")
+	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value] (the joiner's; none with -bootstrap cluster-api)")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Nodes to be Ready")
 	flag.IntVar(&o.Nodes, "nodes", 1, "how many VMs boot from the image and join, side by side (1 to 8)")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
@@ -60,6 +62,12 @@ func run() int {
 	}
 
 	var err error
+	if o.Bootstrap == lab.BootstrapClusterAPI && !flagSet("labels") {
+		labels = ""
+	}
+	if o.Bootstrap == lab.BootstrapClusterAPI && !flagSet("image-dir") {
+		o.ImageDir = filepath.Join(root, "output-debian-12-capi")
+	}
 	if o.Labels, err = parseLabels(labels); err != nil {
 		fmt.Fprintf(os.Stderr, "lab: -labels: %v\n", err)
 		return 2
@@ -105,7 +113,7 @@ func run() int {
 	if keep && status == 0 {
 		fmt.Printf("\nThe lab stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  kubectl get nodes\n  image: %s\n", l.Kubeconfig, l.Image)
 		for _, n := range l.Nodes {
-			fmt.Printf("  node %s: ssh -i %s -p %d kubenode@127.0.0.1\n", n.Name, filepath.Join(o.WorkDir, "id_ed25519"), n.SSHPort)
+			fmt.Printf("  node %s: ssh -i %s -p %d %s@127.0.0.1\n", n.Name, filepath.Join(o.WorkDir, "id_ed25519"), n.SSHPort, n.SSHUser())
 		}
 		if l.WorkloadImage != "" && len(l.Nodes) > 0 {
 			fmt.Printf("  another Job, with the image preloaded on every node (its tag is pulled only if missing, so no registry is needed):\n")
@@ -150,4 +158,11 @@ func parseLabels(s string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -80,6 +80,9 @@ func (l *Lab) doctor(ctx context.Context) error {
 // seed makes, for each node, a bootstrap token and the node's join seed
 // disc with `joiner token`, exactly as a user would.
 func (l *Lab) seed(ctx context.Context) error {
+	if l.opts.Bootstrap == BootstrapClusterAPI {
+		return l.seedClusterAPI(ctx)
+	}
 	keys := make([]string, 0, len(l.opts.Labels))
 	for k := range l.opts.Labels {
 		keys = append(keys, k)

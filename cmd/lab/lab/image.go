@@ -70,13 +70,16 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		"-var", "base_disk=" + o.BaseDisk,
 		"-var", "kubernetes_dir=" + o.KubernetesDir,
 		"-var", "kubernetes_version=" + version,
-		"-var", "joiner=" + o.Joiner,
 		"-var", "output_directory=" + o.ImageDir,
 		"-var", "accelerator=" + o.Accelerator,
 		"-var", "images=" + labimages.TemplateVar(images),
 		// crictl comes from GitHub; the lab bakes from local files only.
 		"-var", "install_crictl=false",
-		o.Template}
+	}
+	if o.Bootstrap == BootstrapJoiner {
+		args = append(args, "-var", "joiner="+o.Joiner)
+	}
+	args = append(args, o.Template)
 	l.say("packer %s", strings.Join(args, " "))
 	began := time.Now()
 	if err := l.runPacker(ctx, env, args); err != nil {
@@ -145,6 +148,7 @@ func (l *Lab) readManifest() error {
 			l.WorkloadImage = img.Name
 		}
 	}
+	l.kubernetesVersion = m.Baked.Kubernetes
 	l.say("image %s (kubernetes %s, containerd %s, %d images preloaded)", l.Image, m.Baked.Kubernetes, m.Baked.Containerd, len(m.Baked.Images))
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,7 +49,22 @@ type Options struct {
 	// 127.0.0.1, which the guest reaches as 10.0.2.2.
 	Kubeconfig  string
 	Accelerator string            // "tcg" (default) or "kvm"
-	Labels      map[string]string // node labels asked for with `joiner token --label`
+	Labels      map[string]string // node labels asked for with `joiner token --label` (joiner bootstrap only)
+	// Bootstrap is how the nodes join: BootstrapJoiner (default: the
+	// image's joiner reads a join seed disc that `joiner token` wrote) or
+	// BootstrapClusterAPI (the image's cloud-init runs the kubeadm
+	// bootstrap data Cluster API's kubeadm bootstrap provider would give a
+	// worker Machine, rendered by CAPIRender, from a NoCloud disc on the
+	// odd nodes and a config drive on the even ones).
+	Bootstrap string
+	// CAPIRender is kubenode-capi-render (make capi-render), which renders
+	// that bootstrap data with Cluster API's own code; BootstrapClusterAPI
+	// only.
+	CAPIRender string
+	// NodeDisks names, per node, a disk image that node boots instead of
+	// the built image (the qcow2 taken out of the image's containerDisk,
+	// say); an empty or missing entry boots the built image.
+	NodeDisks []string
 	// Nodes is how many VMs boot from the image, side by side, each with
 	// its own join seed (default 1).
 	Nodes int
@@ -76,6 +92,10 @@ type Lab struct {
 
 	id       string // names the lab's nodes and storage pool
 	began    time.Time
+	vms      vms // what boot needs to boot another VM
+	extra    int // VMs BootClusterAPINode booted
+	// kubernetesVersion is what the image baked (its manifest).
+	kubernetesVersion string
 	mu       sync.Mutex
 	undo     []undoStep
 	kubectl  string
@@ -123,6 +143,14 @@ func Up(ctx context.Context, o Options) (l *Lab, err error) {
 		{"ready", l.waitReady},
 		{"workload", l.runJobs},
 	}
+	if o.Bootstrap == BootstrapClusterAPI {
+		// Cluster API's check that the bootstrap ran, then what its
+		// Machine controller does once the Node is up: before the Jobs.
+		stages = slices.Insert(stages, len(stages)-1, struct {
+			name string
+			run  func(context.Context) error
+		}{"initialize", l.initializeNodes})
+	}
 	for _, s := range stages {
 		began := time.Now()
 		l.say("==> %s", s.name)
@@ -141,8 +169,14 @@ func (o *Options) defaults() error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if o.Bootstrap == "" {
+		o.Bootstrap = BootstrapJoiner
+	}
 	if o.Template == "" {
 		o.Template = filepath.Join(o.Root, "examples", "debian-12-node.pkr.hcl")
+		if o.Bootstrap == BootstrapClusterAPI {
+			o.Template = filepath.Join(o.Root, "examples", "debian-12-capi.pkr.hcl")
+		}
 	}
 	if o.Accelerator == "" {
 		o.Accelerator = "tcg"
@@ -158,6 +192,24 @@ func (o *Options) defaults() error {
 	}
 	var missing []string
 	need := map[string]string{"root": o.Root, "joiner": o.Joiner, "kubernetes dir": o.KubernetesDir}
+	switch o.Bootstrap {
+	case BootstrapJoiner:
+	case BootstrapClusterAPI:
+		need["kubenode-capi-render"] = o.CAPIRender
+		if len(o.Labels) > 0 {
+			return fmt.Errorf("lab: -labels: the joiner asks for node labels; with -bootstrap %s the bootstrap data would have to (kubeletExtraArgs node-labels), and the lab's has none: leave -labels out", BootstrapClusterAPI)
+		}
+	default:
+		return fmt.Errorf("lab: -bootstrap %q: want %s or %s", o.Bootstrap, BootstrapJoiner, BootstrapClusterAPI)
+	}
+	if len(o.NodeDisks) > o.Nodes {
+		return fmt.Errorf("lab: %d node disks for %d nodes", len(o.NodeDisks), o.Nodes)
+	}
+	for i, d := range o.NodeDisks {
+		if d != "" {
+			need[fmt.Sprintf("node %d's disk", i+1)] = d
+		}
+	}
 	if !o.SkipBuild {
 		need["template"], need["packer"], need["plugin"], need["base disk"] = o.Template, o.Packer, o.Plugin, o.BaseDisk
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	sdknet "github.com/hashicorp/packer-plugin-sdk/net"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
@@ -39,9 +40,26 @@ type Node struct {
 	// BootToReady is the time from its start to a Ready, labelled Node.
 	BootToReady time.Duration
 
-	seedISO string
-	started time.Time
-	ssh     *sshTarget
+	// Datasource is the cloud-init datasource whose disc carries the
+	// node's Cluster API bootstrap data (NoCloud or ConfigDrive); empty
+	// with the joiner.
+	Datasource string
+
+	seedISO  string // the joiner's seed disc
+	userData []byte // the Cluster API bootstrap data
+	disk     string // what it boots instead of the built image
+	started  time.Time
+	ssh      *sshTarget
+}
+
+// SSHUser is the account the lab logs in as: the image's build account
+// (kept by the lab's joiner template), or the one the Cluster API
+// bootstrap data makes.
+func (n *Node) SSHUser() string {
+	if n.Datasource != "" {
+		return capiUser
+	}
+	return guestUser
 }
 
 // Guest runs a shell command on the node as root (through sudo) and
@@ -82,114 +100,188 @@ func (n *Node) WaitSSH(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// boot defines and starts one VM per node from the exported image, all at
-// once: each on a qcow2 overlay of one copy of the image (the image itself
-// stays untouched), with a cloud-init seed that sets its host name and
-// lets the lab in over SSH, its own join seed, and its own address and MAC
-// on its own QEMU user network.
+// vms is what booting a VM from the image needs: the libvirt connection,
+// the lab's storage pool, the disks already uploaded into it, and the
+// lab's SSH key.
+type vms struct {
+	d          libvirt.Driver
+	pool       string
+	bases      map[string]string // disk on this machine → its volume's path
+	key        ssh.Signer
+	authorized string // the key's authorized_keys line
+	keyFile    string
+	count      int // VMs booted so far: each gets its own address and MAC
+}
+
+// key makes the lab's SSH key once: the cloud-init seed (joiner) or the
+// bootstrap data (Cluster API) lets it in.
+func (l *Lab) key() error {
+	if l.vms.key != nil {
+		return nil
+	}
+	l.vms.keyFile = filepath.Join(l.opts.WorkDir, "id_ed25519")
+	var err error
+	l.vms.key, l.vms.authorized, err = newSSHKey(l.vms.keyFile)
+	return err
+}
+
+// boot defines and starts one VM per node, all at once: each on a qcow2
+// overlay of one copy of the image (the image itself stays untouched), or
+// of the node's own disk (Options.NodeDisks), with its seed discs, and its
+// own address and MAC on its own QEMU user network.
 func (l *Lab) boot(ctx context.Context) error {
+	for i, n := range l.Nodes {
+		if i < len(l.opts.NodeDisks) && l.opts.NodeDisks[i] != "" {
+			n.disk = l.opts.NodeDisks[i]
+		}
+		if err := l.bootVM(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bootVM boots one node's VM. The first call connects to libvirt and
+// makes the lab's storage pool: like the builder's, a pool of its own where
+// libvirt's QEMU user can read, holding a copy of each disk the nodes boot
+// from, their overlays and their seeds.
+func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	o := l.opts
-	keyFile := filepath.Join(o.WorkDir, "id_ed25519")
-	key, authorized, err := newSSHKey(keyFile)
-	if err != nil {
+	v := &l.vms
+	if err := l.key(); err != nil {
 		return err
 	}
-	size, err := virtualSize(ctx, l.Image)
-	if err != nil {
-		return err
+	if v.d == nil {
+		d, err := libvirt.NewDriver("qemu:///system")
+		if err != nil {
+			return err
+		}
+		l.onClose("closing the libvirt connection", d.Close)
+		pool := "kubenode-lab-" + l.id
+		if err := d.CreatePool(pool, "/var/lib/libvirt/images/"+pool); err != nil {
+			d.Close()
+			return err
+		}
+		l.onClose("deleting storage pool "+pool+" (virsh pool-destroy/pool-delete/pool-undefine "+pool+")", func() error { return d.DeletePool(pool) })
+		v.d, v.pool, v.bases = d, pool, map[string]string{}
 	}
-	d, err := libvirt.NewDriver("qemu:///system")
-	if err != nil {
-		return err
-	}
-	l.onClose("closing the libvirt connection", d.Close)
-	// Like the builder's: a pool of its own where libvirt's QEMU user
-	// can read, holding a copy of the image, the overlays and the seeds.
-	pool := "kubenode-lab-" + l.id
-	if err := d.CreatePool(pool, "/var/lib/libvirt/images/"+pool); err != nil {
-		return err
-	}
-	l.onClose("deleting storage pool "+pool+" (virsh pool-destroy/pool-delete/pool-undefine "+pool+")", func() error { return d.DeletePool(pool) })
-	upload := func(file string, v libvirt.Volume) (string, error) {
-		p, err := libvirt.UploadFile(ctx, d, pool, file, v, nil)
+	d, pool := v.d, v.pool
+	upload := func(file string, vol libvirt.Volume) (string, error) {
+		p, err := libvirt.UploadFile(ctx, d, pool, file, vol, nil)
 		if err != nil {
 			return "", fmt.Errorf("uploading %s: %w", file, err)
 		}
-		l.onClose("deleting volume "+v.Name, func() error { return d.DeleteVolume(pool, v.Name) })
+		l.onClose("deleting volume "+vol.Name, func() error { return d.DeleteVolume(pool, vol.Name) })
 		return p, nil
 	}
-	base, err := upload(l.Image, libvirt.Volume{Name: "image.qcow2", Format: "qcow2"})
+	disk := n.disk
+	if disk == "" {
+		disk = l.Image
+	}
+	base, ok := v.bases[disk]
+	if !ok {
+		var err error
+		base, err = upload(disk, libvirt.Volume{Name: fmt.Sprintf("disk-%d.qcow2", len(v.bases)+1), Format: "qcow2"})
+		if err != nil {
+			return err
+		}
+		v.bases[disk] = base
+	}
+	size, err := virtualSize(ctx, disk)
 	if err != nil {
 		return err
 	}
-	for i, n := range l.Nodes {
-		cidata, err := autounattend.LinuxSeed(autounattend.Linux{
-			Flavor: autounattend.FlavorCloudInit, Hostname: n.Name, Username: guestUser,
-			SSHAuthorizedKeys: []string{authorized},
-			// A new instance: cloud-init runs its per-instance modules
-			// again on the generalized image.
-			InstanceID: "iid-" + n.Name,
-			// The image has C.UTF-8 only: cloud-init's Debian default,
-			// en_US.UTF-8, would end the clone's first boot in error.
-			Locale: "C.UTF-8",
-		})
-		if err != nil {
-			return fmt.Errorf("cloud-init seed: %w", err)
-		}
-		cidataISO := filepath.Join(o.WorkDir, n.Name+"-cidata.iso")
-		if err := autounattend.WriteISOFile(cidataISO, cidata); err != nil {
-			return err
-		}
-		var cdroms []string
-		for _, iso := range []string{cidataISO, n.seedISO} {
-			p, err := upload(iso, libvirt.Volume{Name: filepath.Base(iso), Format: "raw"})
-			if err != nil {
-				return err
-			}
-			cdroms = append(cdroms, p)
-		}
-		n.VMName = n.Name
-		disk, err := d.CreateVolume(pool, libvirt.Volume{Name: n.VMName + ".qcow2", Format: "qcow2", Capacity: size,
-			BackingPath: base, BackingFormat: "qcow2"})
-		if err != nil {
-			return err
-		}
-		l.onClose("deleting volume "+n.VMName+".qcow2", func() error { return d.DeleteVolume(pool, n.VMName+".qcow2") })
-		if n.SSHPort, err = l.reservePort(ctx); err != nil {
-			return err
-		}
-		// QEMU user networking: every VM has a network of its own where
-		// this machine is 10.0.2.2; the addresses differ all the same, as
-		// machines' addresses do.
-		n.GuestIP = fmt.Sprintf("10.0.2.%d", 15+i)
-		// virtlogd writes it; the work dir is removed at the end.
-		n.SerialLog = filepath.Join(o.WorkDir, n.Name+"-serial.log")
-		x, err := libvirt.VM{Name: n.VMName, Accelerator: o.Accelerator, CPUs: 2, MemoryMiB: 2048, Disk: disk,
-			CDROMs: cdroms, SSHPort: n.SSHPort, GuestIP: n.GuestIP, MAC: fmt.Sprintf("52:54:00:6b:6e:%02x", i+1),
-			SerialLog: n.SerialLog}.DomainXML()
-		if err != nil {
-			return err
-		}
-		if err := d.DefineDomain(x); err != nil {
-			return err
-		}
-		vm := n.VMName
-		l.onClose("removing domain "+vm+" (virsh destroy "+vm+"; virsh undefine "+vm+")", func() error {
-			derr := d.DestroyDomain(vm)
-			if uerr := d.UndefineDomain(vm); uerr != nil {
-				return uerr
-			}
-			return derr
-		})
-		if err := d.StartDomain(vm); err != nil {
-			return err
-		}
-		n.started = time.Now()
-		n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), key: key}
-		l.say("node %s booting (%s, 2 vCPU, 2048 MiB, %s) from an overlay on %s; ssh -i %s -p %d %s@127.0.0.1; serial console %s",
-			vm, o.Accelerator, n.GuestIP, filepath.Base(l.Image), keyFile, n.SSHPort, guestUser, n.SerialLog)
+	seeds, err := l.seedDiscs(n)
+	if err != nil {
+		return err
 	}
+	var cdroms []string
+	for _, iso := range seeds {
+		p, err := upload(iso, libvirt.Volume{Name: filepath.Base(iso), Format: "raw"})
+		if err != nil {
+			return err
+		}
+		cdroms = append(cdroms, p)
+	}
+	n.VMName = n.Name
+	vol, err := d.CreateVolume(pool, libvirt.Volume{Name: n.VMName + ".qcow2", Format: "qcow2", Capacity: size,
+		BackingPath: base, BackingFormat: "qcow2"})
+	if err != nil {
+		return err
+	}
+	l.onClose("deleting volume "+n.VMName+".qcow2", func() error { return d.DeleteVolume(pool, n.VMName+".qcow2") })
+	if n.SSHPort, err = l.reservePort(ctx); err != nil {
+		return err
+	}
+	// QEMU user networking: every VM has a network of its own where this
+	// machine is 10.0.2.2; the addresses differ all the same, as machines'
+	// addresses do.
+	v.count++
+	n.GuestIP = fmt.Sprintf("10.0.2.%d", 14+v.count)
+	// virtlogd writes it; the work dir is removed at the end.
+	n.SerialLog = filepath.Join(o.WorkDir, n.Name+"-serial.log")
+	x, err := libvirt.VM{Name: n.VMName, Accelerator: o.Accelerator, CPUs: 2, MemoryMiB: 2048, Disk: vol,
+		CDROMs: cdroms, SSHPort: n.SSHPort, GuestIP: n.GuestIP, MAC: fmt.Sprintf("52:54:00:6b:6e:%02x", v.count),
+		SerialLog: n.SerialLog}.DomainXML()
+	if err != nil {
+		return err
+	}
+	if err := d.DefineDomain(x); err != nil {
+		return err
+	}
+	vm := n.VMName
+	l.onClose("removing domain "+vm+" (virsh destroy "+vm+"; virsh undefine "+vm+")", func() error {
+		derr := d.DestroyDomain(vm)
+		if uerr := d.UndefineDomain(vm); uerr != nil {
+			return uerr
+		}
+		return derr
+	})
+	if err := d.StartDomain(vm); err != nil {
+		return err
+	}
+	n.started = time.Now()
+	n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), user: n.SSHUser(), key: v.key}
+	how := "join seed disc"
+	if n.Datasource != "" {
+		how = "Cluster API bootstrap data on a " + n.Datasource + " disc"
+	}
+	l.say("node %s booting (%s, 2 vCPU, 2048 MiB, %s) from an overlay on %s with its %s; ssh -i %s -p %d %s@127.0.0.1; serial console %s",
+		vm, o.Accelerator, n.GuestIP, filepath.Base(disk), how, v.keyFile, n.SSHPort, n.SSHUser(), n.SerialLog)
 	return nil
+}
+
+// seedDiscs writes the discs a node boots with: with the joiner, a
+// cloud-init seed that sets its host name and lets the lab in over SSH,
+// and its join seed; with Cluster API, the disc of its datasource, which
+// carries the bootstrap data.
+func (l *Lab) seedDiscs(n *Node) ([]string, error) {
+	if n.Datasource != "" {
+		iso := filepath.Join(l.opts.WorkDir, n.Name+"-"+strings.ToLower(n.Datasource)+".iso")
+		disc, err := clusterAPISeed(n.Datasource, n.Name, n.userData)
+		if err != nil {
+			return nil, err
+		}
+		return []string{iso}, autounattend.WriteISOFile(iso, disc)
+	}
+	cidata, err := autounattend.LinuxSeed(autounattend.Linux{
+		Flavor: autounattend.FlavorCloudInit, Hostname: n.Name, Username: guestUser,
+		SSHAuthorizedKeys: []string{l.vms.authorized},
+		// A new instance: cloud-init runs its per-instance modules again on
+		// the generalized image.
+		InstanceID: "iid-" + n.Name,
+		// The image has C.UTF-8 only: cloud-init's Debian default,
+		// en_US.UTF-8, would end the clone's first boot in error.
+		Locale: "C.UTF-8",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cloud-init seed: %w", err)
+	}
+	cidataISO := filepath.Join(l.opts.WorkDir, n.Name+"-cidata.iso")
+	if err := autounattend.WriteISOFile(cidataISO, cidata); err != nil {
+		return nil, err
+	}
+	return []string{cidataISO, n.seedISO}, nil
 }
 
 // waitReady waits until every node exists, is Ready and carries every
@@ -249,22 +341,27 @@ func (l *Lab) waitReady(ctx context.Context) error {
 	}
 }
 
-// showJoinerLog prints the lines the node's joiner logged since the last
-// call (its log file, read over SSH); it stays quiet while there is no SSH.
+// showJoinerLog prints the lines the node's joiner (or, with Cluster API's
+// bootstrap, cloud-init) logged since the last call (its log file, read
+// over SSH); it stays quiet while there is no SSH.
 func (l *Lab) showJoinerLog(ctx context.Context, n *Node, seen map[*Node]int) {
 	if n.ssh == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := n.Guest(ctx, fmt.Sprintf("tail -n +%d %s 2>/dev/null || true", seen[n]+1, config.DefaultPaths().Log))
+	log, who := config.DefaultPaths().Log, "joiner"
+	if n.Datasource != "" {
+		log, who = "/var/log/cloud-init-output.log", "cloud-init"
+	}
+	out, err := n.Guest(ctx, fmt.Sprintf("tail -n +%d %s 2>/dev/null || true", seen[n]+1, log))
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if line != "" {
 			seen[n]++
-			l.say("    joiner %s | %s", n.Name, line)
+			l.say("    %s %s | %s", who, n.Name, line)
 		}
 	}
 }

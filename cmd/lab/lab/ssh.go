@@ -16,12 +16,13 @@ import (
 
 type sshTarget struct {
 	addr string
+	user string
 	key  ssh.Signer
 }
 
 func (s *sshTarget) dial(ctx context.Context) (*ssh.Client, error) {
 	cfg := &ssh.ClientConfig{
-		User: guestUser,
+		User: s.user,
 		Auth: []ssh.AuthMethod{ssh.PublicKeys(s.key)},
 		// The guest's host key is made at its first boot, on a port
 		// forwarded from 127.0.0.1: there is nothing to check it against.

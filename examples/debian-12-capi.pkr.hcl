@@ -1,0 +1,117 @@
+# A Debian 12 Kubernetes node image for Cluster API: no joiner; cloud-init
+# runs the kubeadm bootstrap data Cluster API's kubeadm bootstrap provider
+# hands each Machine, through a NoCloud disc (Proxmox), a config drive
+# (Metal3/Ironic, KubeVirt, OpenStack) or OpenStack's metadata service.
+# kubenode-bake installs containerd, kubelet/kubeadm/kubectl and the CNI
+# plugins (the cluster's CNI brings the network config) and enables
+# cloud-init with those datasources; kubenode-export writes a zstd qcow2
+# (Metal3, Proxmox, OpenStack) and a KubeVirt containerDisk (CAPK), each
+# with its sha256, and a manifest of what was baked (docs/cluster-api.md).
+#
+#   make dev                 # packer, the Kubernetes binaries, and this plugin installed
+#   packer build \
+#     -var base_disk="$(scripts/base-disk.sh)" \
+#     -var kubernetes_dir="$(scripts/k8s-binaries.sh)" \
+#     examples/debian-12-capi.pkr.hcl
+packer {
+  required_version = ">= 1.16.0"
+
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "base_disk" {
+  type        = string
+  description = "qcow2 Debian 12 disk with cloud-init (a cloud image, or the one scripts/base-disk.sh builds)"
+}
+
+variable "kubernetes_dir" {
+  type        = string
+  description = "directory holding kubelet, kubeadm and kubectl for kubernetes_version (scripts/k8s-binaries.sh builds them)"
+}
+
+variable "install_crictl" {
+  type        = bool
+  description = "install crictl from its GitHub release (the lab passes false: it builds from local files only)"
+  default     = true
+}
+
+variable "images" {
+  type        = list(object({ path = string, sha256 = string }))
+  description = "image archives (docker or OCI tar) preloaded into containerd, each with its sha256; the lab passes the pause and busybox images it builds"
+  default     = []
+}
+
+variable "kubernetes_version" {
+  type    = string
+  default = "v1.33.13"
+}
+
+variable "output_directory" {
+  type    = string
+  default = "output-debian-12-capi"
+}
+
+variable "vm_name" {
+  type    = string
+  default = "kubenode-debian-12-capi"
+}
+
+variable "accelerator" {
+  type        = string
+  description = "kvm where it works; tcg (software emulation) everywhere"
+  default     = "tcg"
+}
+
+source "kubenode-libvirt" "debian-12-capi" {
+  disk_image       = var.base_disk
+  disk_size        = "6G"
+  cpus             = 2
+  memory           = 1536
+  accelerator      = var.accelerator
+  vm_name          = var.vm_name
+  output_directory = var.output_directory
+
+  linux {
+    flavor   = "cloud-init"
+    hostname = "kubenode-node"
+    # The base disk has C.UTF-8 only; cloud-init's Debian default,
+    # en_US.UTF-8, would end its first boot in error.
+    locale = "C.UTF-8"
+  }
+
+  communicator     = "ssh"
+  ssh_username     = "kubenode"
+  ssh_timeout      = "10m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.debian-12-capi"]
+
+  provisioner "kubenode-bake" {
+    kubernetes_version = var.kubernetes_version
+    # Debian's containerd, runc and CNI plugins: nothing is downloaded
+    # from release sites.
+    containerd_source = "package"
+    artifacts_dir     = var.kubernetes_dir
+    install_crictl    = var.install_crictl
+    dynamic "images" {
+      for_each = var.images
+      content {
+        path   = images.value.path
+        sha256 = images.value.sha256
+      }
+    }
+    # Cluster API's kubeadm bootstrap data joins the node: cloud-init
+    # enabled with NoCloud, ConfigDrive, OpenStack and None.
+    bootstrap = "cluster-api"
+  }
+
+  # zstd qcow2 in place, its sha256 and kubenode-manifest.json.
+  post-processor "kubenode-export" {}
+}
