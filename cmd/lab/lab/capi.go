@@ -188,6 +188,7 @@ func (l *Lab) initializeNodes(ctx context.Context) error {
 			if len(kept) == len(node.Spec.Taints) {
 				return nil
 			}
+			n.UninitializedTaintRemoved = true
 			node.Spec.Taints = kept
 			_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 			return err

@@ -67,6 +67,8 @@ func TestEndToEnd(t *testing.T) {
 	})
 	t.Logf("build → boot → join → Ready: %s", time.Since(began).Round(time.Second))
 	ctx := context.Background()
+	// TestClusterAPI boots this image as its negative control.
+	cacheLabImage(t, labImageKey(t, opts), images)
 
 	t.Run("image and manifest", func(t *testing.T) {
 		data, err := os.ReadFile(l.Manifest)

@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,17 +89,17 @@ type Lab struct {
 	// ImageBuild is how long packer took (zero with SkipBuild).
 	ImageBuild time.Duration
 
-	id       string // names the lab's nodes and storage pool
-	began    time.Time
-	vms      vms // what boot needs to boot another VM
-	extra    int // VMs BootClusterAPINode booted
+	id    string // names the lab's nodes and storage pool
+	began time.Time
+	vms   vms // what boot needs to boot another VM
+	extra int // VMs BootClusterAPINode booted
 	// kubernetesVersion is what the image baked (its manifest).
 	kubernetesVersion string
-	mu       sync.Mutex
-	undo     []undoStep
-	kubectl  string
-	closeErr error
-	closed   bool
+	mu                sync.Mutex
+	undo              []undoStep
+	kubectl           string
+	closeErr          error
+	closed            bool
 }
 
 type undoStep struct {
@@ -108,61 +107,107 @@ type undoStep struct {
 	fn   func() error
 }
 
+// stage is one step of the chain, shown with its elapsed time.
+type stage struct {
+	name string
+	run  func(context.Context) error
+}
+
 // Up runs the chain up to a Ready node. On an error (or when ctx is
 // cancelled, e.g. by Ctrl-C) it tears down what it started and returns
 // the error.
-func Up(ctx context.Context, o Options) (l *Lab, err error) {
+func Up(ctx context.Context, o Options) (*Lab, error) {
+	l, err := Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Finish(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Start runs the chain until the nodes' VMs have started: image, cluster,
+// seeds, boot. Finish waits for them and runs the rest; in between, more
+// VMs may be booted into the lab (BootClusterAPINode).
+func Start(ctx context.Context, o Options) (*Lab, error) {
+	return start(ctx, o, func(l *Lab) []stage {
+		return []stage{
+			{"libvirtd", l.libvirtd},
+			{"image", l.buildImage},
+			{"cluster", l.cluster},
+			{"doctor", l.doctor},
+			{"seed", l.seed},
+			{"boot", l.boot},
+		}
+	})
+}
+
+// Finish waits until the nodes Start booted are Ready (with Cluster API's
+// bootstrap, checks its sentinel and removes its uninitialized taint) and
+// runs a Job on each. On an error it tears the lab down.
+func (l *Lab) Finish(ctx context.Context) error {
+	stages := []stage{{"ready", l.waitReady}}
+	if l.opts.Bootstrap == BootstrapClusterAPI {
+		// Cluster API's check that the bootstrap ran, then what its
+		// Machine controller does once the Node is up.
+		stages = append(stages, stage{"initialize", l.initializeNodes})
+	}
+	return l.run(ctx, append(stages, stage{"workload", l.runJobs}))
+}
+
+// BuildImage runs the chain's build alone: packer builds the template
+// into Options.ImageDir, which is kept; everything else it started is torn
+// down. It returns the image and its manifest.
+func BuildImage(ctx context.Context, o Options) (image, manifest string, err error) {
+	l, err := start(ctx, o, func(l *Lab) []stage {
+		return []stage{{"libvirtd", l.libvirtd}, {"image", l.buildImage}}
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return l.Image, l.Manifest, l.Close()
+}
+
+// start runs the stages stagesOf gives, tearing down what they started on
+// an error or cancellation.
+func start(ctx context.Context, o Options, stagesOf func(*Lab) []stage) (l *Lab, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	l = &Lab{opts: o, id: randomSuffix(), began: time.Now(), kubectl: filepath.Join(o.KubernetesDir, "kubectl")}
 	defer func() {
 		if err != nil {
-			if ctx.Err() != nil {
-				l.say("interrupted: tearing down")
-			}
-			l.Close()
 			l = nil
 		}
 	}()
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		l.Close()
 		return l, fmt.Errorf("work dir: %w", err)
 	}
 	l.onClose("removing "+o.WorkDir, func() error { return os.RemoveAll(o.WorkDir) })
+	return l, l.run(ctx, stagesOf(l))
+}
 
-	stages := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"libvirtd", l.libvirtd},
-		{"image", l.buildImage},
-		{"cluster", l.cluster},
-		{"doctor", l.doctor},
-		{"seed", l.seed},
-		{"boot", l.boot},
-		{"ready", l.waitReady},
-		{"workload", l.runJobs},
-	}
-	if o.Bootstrap == BootstrapClusterAPI {
-		// Cluster API's check that the bootstrap ran, then what its
-		// Machine controller does once the Node is up: before the Jobs.
-		stages = slices.Insert(stages, len(stages)-1, struct {
-			name string
-			run  func(context.Context) error
-		}{"initialize", l.initializeNodes})
-	}
+// run runs stages in order; on an error or cancellation it tears the lab
+// down and returns the error.
+func (l *Lab) run(ctx context.Context, stages []stage) error {
 	for _, s := range stages {
 		began := time.Now()
 		l.say("==> %s", s.name)
 		if err := s.run(ctx); err != nil {
 			if ctx.Err() != nil {
-				return l, fmt.Errorf("%s: interrupted: %w", s.name, ctx.Err())
+				err = fmt.Errorf("%s: interrupted: %w", s.name, ctx.Err())
+				l.say("interrupted: tearing down")
+			} else {
+				err = fmt.Errorf("%s: %w", s.name, err)
 			}
-			return l, fmt.Errorf("%s: %w", s.name, err)
+			l.Close()
+			return err
 		}
 		l.say("<== %s done in %s", s.name, time.Since(began).Round(100*time.Millisecond))
 	}
-	return l, nil
+	return nil
 }
 
 func (o *Options) defaults() error {

@@ -40,6 +40,10 @@ type Node struct {
 	// BootToReady is the time from its start to a Ready, labelled Node.
 	BootToReady time.Duration
 
+	// UninitializedTaintRemoved says the Node carried Cluster API's
+	// uninitialized taint when its bootstrap had run, and the lab removed
+	// it.
+	UninitializedTaintRemoved bool
 	// Datasource is the cloud-init datasource whose disc carries the
 	// node's Cluster API bootstrap data (NoCloud or ConfigDrive); empty
 	// with the joiner.
