@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,7 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const ownModule = "github.com/kubenode/packer-plugin-kubenode/"
+const (
+	ownModule  = "github.com/kubenode/packer-plugin-kubenode/"
+	clusterAPI = "sigs.k8s.io/cluster-api"
+)
 
 // TestDependenciesPointOneWay: commands and orchestrators use components,
 // components use libraries, and nothing imports a command. The joiner's
@@ -26,6 +30,8 @@ const ownModule = "github.com/kubenode/packer-plugin-kubenode/"
 // the bake, the flow goes one way too: the description of the node
 // (provisioner/bake/node) knows neither operating system's package nor the
 // Packer part, and the Linux and Windows packages do not import each other.
+// Cluster API (and the newer k8s.io it brings) stays out of this module: only
+// cmd/lab/capirender, a module of its own, imports it.
 func TestDependenciesPointOneWay(t *testing.T) {
 	for _, problem := range layoutProblems(packageImports(t)) {
 		t.Error(problem)
@@ -66,6 +72,9 @@ func layoutProblems(imports map[string][]string) []string {
 	}
 	for _, dir := range slices.Sorted(maps.Keys(imports)) {
 		for _, dep := range imports[dir] {
+			if dep == clusterAPI || strings.HasPrefix(dep, clusterAPI+"/") {
+				problems = append(problems, fmt.Sprintf("%s imports Cluster API (%s): only cmd/lab/capirender, a module of its own, may", dir, dep))
+			}
 			if !strings.HasPrefix(dep, ownModule) {
 				continue
 			}
@@ -108,6 +117,10 @@ func TestLayoutRulesCanFail(t *testing.T) {
 		problems := layoutProblems(map[string][]string{bad[0]: {ownModule + bad[1]}})
 		assert.NotEmpty(t, problems, name)
 	}
+	for _, dep := range []string{clusterAPI + "/bootstrap/kubeadm/pkg/cloudinit", clusterAPI + "/api/core/v1beta2"} {
+		problems := layoutProblems(map[string][]string{"cmd/lab/lab": {dep}})
+		assert.NotEmpty(t, problems, "the module imports %s", dep)
+	}
 	assert.Empty(t, layoutProblems(map[string][]string{bakeDir: {ownModule + bakeLinux, ownModule + bakeWindows, ownModule + bakeNode}, bakeLinux: {ownModule + bakeNode, ownModule + bakeRemote}}), "the bake chooses an OS package")
 }
 
@@ -119,7 +132,8 @@ func firstTwo(p string) string {
 }
 
 // packageImports maps each directory of the module (test files included) to
-// the import paths its Go files name.
+// the import paths its Go files name. A directory with a go.mod of its own
+// (cmd/lab/capirender) is another module and is left out.
 func packageImports(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -129,6 +143,11 @@ func packageImports(t *testing.T) map[string][]string {
 		}
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata") {
 			return filepath.SkipDir
+		}
+		if d.IsDir() && path != "." {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return nil

@@ -7,6 +7,8 @@
 #   scripts/setup.sh packer      packer, built from the Go module proxy
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
 #   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
+#   scripts/setup.sh capirender  the modules of cmd/lab/capirender (a Go module of its own:
+#                                Cluster API and its k8s.io) into the Go module cache
 #   scripts/setup.sh packer-plugin-qemu  hashicorp/packer-plugin-qemu, the peer make bench compares
 #                                with (not in `all`: prints the binary's path)
 #   scripts/setup.sh all         all of the above, and (as root) the test base
@@ -113,6 +115,21 @@ build_packer_plugin_qemu() {
   echo "$PACKER_PLUGIN_QEMU_BIN"
 }
 
+# capirender_modules fills the Go module cache with what cmd/lab/capirender
+# (its own go.mod: Cluster API needs newer k8s.io modules than the plugin)
+# builds and tests with, so that `make test` and `make lint` need no network.
+# With everything cached, GOPROXY=off finds it all and nothing is fetched.
+capirender_modules() {
+  need_go
+  local dir=$ROOT/cmd/lab/capirender
+  if GOPROXY=off go -C "$dir" mod download >/dev/null 2>&1; then
+    log "capirender modules: cached"
+    return
+  fi
+  log "capirender modules: downloading (cmd/lab/capirender/go.mod)"
+  go -C "$dir" mod download >&2
+}
+
 # tree_sitter_cflags: the PowerShell grammar's scanner.c includes
 # <tree_sitter/parser.h>, which lives in the grammar module's src/.
 tree_sitter_cflags() {
@@ -139,6 +156,7 @@ case "${1:-all}" in
   packer) build_packer ;;
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
+  capirender) capirender_modules ;;
   packer-plugin-qemu) build_packer_plugin_qemu ;;
   all)
     packages
@@ -153,9 +171,9 @@ case "${1:-all}" in
       # nothing of it is left running.
       trap 'wait "$base_pid" 2>/dev/null || true' EXIT
     fi
-    build_packer; build_packer_sdc; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null
+    build_packer; build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null
     if [ -n "$base_pid" ]; then wait "$base_pid" || { log "scripts/base-disk.sh failed (its lines above)"; exit 1; }; fi
     ;;
   env) print_env ;;
-  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
 esac
