@@ -66,6 +66,7 @@ type options struct {
 	caCertHashes      []string
 	sshUser           string
 	sshAuthorizedKeys []string
+	sshUserSudo       string
 	files             []string // guest=local
 	output            string
 }
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var((*stringList)(&o.caCertHashes), "ca-cert-hash", "sha256:<hex> of the cluster CA's public key; repeatable, at least one")
 	fs.StringVar(&o.sshUser, "ssh-user", "", "a user cloud-init creates (needs --ssh-authorized-key)")
 	fs.Var((*stringList)(&o.sshAuthorizedKeys), "ssh-authorized-key", "an authorized key of --ssh-user; repeatable")
+	fs.StringVar(&o.sshUserSudo, "ssh-user-sudo", "", "the sudoers rule of --ssh-user (a KubeadmConfigSpec user's sudo), e.g. \"ALL=(ALL) NOPASSWD:ALL\"; none by default")
 	fs.Var((*stringList)(&o.files), "file", "GUEST_PATH=LOCAL_PATH: a KubeadmConfigSpec file (root:root, 0644) whose content is the local file's; repeatable")
 	fs.StringVar(&o.output, "output", "", "write the user data to this file (mode 0600) instead of stdout")
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sshUser != "" && len(o.sshAuthorizedKeys) == 0 {
 		return o, errors.New("--ssh-authorized-key is required with --ssh-user")
+	}
+	if o.sshUser == "" && o.sshUserSudo != "" {
+		return o, errors.New("--ssh-user is required with --ssh-user-sudo")
 	}
 	if o.sshUser == "" && len(o.sshAuthorizedKeys) > 0 {
 		return o, errors.New("--ssh-user is required with --ssh-authorized-key")
@@ -183,7 +188,11 @@ func (o options) kubeadmConfig() (bootstrapv1.KubeadmConfigSpec, semver.Version,
 		}},
 	}
 	if o.sshUser != "" {
-		spec.Users = []bootstrapv1.User{{Name: o.sshUser, SSHAuthorizedKeys: o.sshAuthorizedKeys}}
+		u := bootstrapv1.User{Name: o.sshUser, SSHAuthorizedKeys: o.sshAuthorizedKeys}
+		if o.sshUserSudo != "" {
+			u.Sudo = o.sshUserSudo
+		}
+		spec.Users = []bootstrapv1.User{u}
 	}
 	seen := map[string]bool{}
 	for _, f := range o.files {

@@ -37,6 +37,7 @@ func goldenArgs() []string {
 		"--token", goldenToken,
 		"--ca-cert-hash", goldenHash,
 		"--ssh-user", "kubenode",
+		"--ssh-user-sudo", "ALL=(ALL) NOPASSWD:ALL",
 		"--ssh-authorized-key", goldenKey,
 		"--file", goldenFile + "=" + goldenLocal,
 	}
@@ -96,6 +97,7 @@ type cloudConfig struct {
 	Users  []struct {
 		Name              string   `json:"name"`
 		SSHAuthorizedKeys []string `json:"ssh_authorized_keys"`
+		Sudo              string   `json:"sudo"`
 	} `json:"users"`
 }
 
@@ -179,8 +181,8 @@ func TestStructure(t *testing.T) {
 		t.Errorf("runcmd has no `%s ... && %s`: %q", joinCommand, sentinel, cc.RunCmd)
 	}
 
-	if len(cc.Users) != 1 || cc.Users[0].Name != "kubenode" || !slices.Equal(cc.Users[0].SSHAuthorizedKeys, []string{goldenKey}) {
-		t.Errorf("users are %+v, want kubenode with the key", cc.Users)
+	if len(cc.Users) != 1 || cc.Users[0].Name != "kubenode" || !slices.Equal(cc.Users[0].SSHAuthorizedKeys, []string{goldenKey}) || cc.Users[0].Sudo != "ALL=(ALL) NOPASSWD:ALL" {
+		t.Errorf("users are %+v, want kubenode with the key and its sudo rule", cc.Users)
 	}
 }
 

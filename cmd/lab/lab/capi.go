@@ -114,7 +114,7 @@ func (l *Lab) renderBootstrap(ctx context.Context, n *Node, subnet int) error {
 	}
 	userData := filepath.Join(l.opts.WorkDir, n.Name+"-user-data")
 	args = []string{"--kubernetes-version", l.kubernetesVersion, "--api-server-endpoint", c.APIServerEndpoint,
-		"--token", c.Token, "--ssh-user", capiUser, "--ssh-authorized-key", l.vms.authorized,
+		"--token", c.Token, "--ssh-user", capiUser, "--ssh-user-sudo", "ALL=(ALL) NOPASSWD:ALL", "--ssh-authorized-key", l.vms.authorized,
 		"--file", capiConflist + "=" + conflist, "--output", userData}
 	for _, h := range c.CACertHashes {
 		args = append(args, "--ca-cert-hash", h)
