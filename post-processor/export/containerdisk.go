@@ -314,7 +314,7 @@ func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
 		"io.containerd.image.name":          ref.String(),
 		"org.opencontainers.image.ref.name": ref.TagStr(),
-	})); err != nil {
+	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
 		return nil, fmt.Errorf("writing the OCI layout: %w", err)
 	}
 	tmp := filepath.Join(filepath.Dir(archive), "."+filepath.Base(archive)+".partial")

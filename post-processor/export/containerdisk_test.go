@@ -202,6 +202,8 @@ func TestExportContainerDiskReusesTheQcow2(t *testing.T) {
 
 	img, desc := loadArchive(t, archive)
 	assert.Equal(t, map[string]string{"io.containerd.image.name": "localhost/kubenode/node:latest", "org.opencontainers.image.ref.name": "latest"}, desc.Annotations)
+	require.NotNil(t, desc.Platform, "the index says the image's platform")
+	assert.Equal(t, "linux/amd64", desc.Platform.String())
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
 	assert.Equal(t, "linux", cf.OS)
