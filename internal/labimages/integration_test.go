@@ -4,17 +4,15 @@ package labimages
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
 
 const testNamespace = "kubenode-labimages-test"
@@ -36,7 +34,7 @@ func TestImportIntoContainerd(t *testing.T) {
 	imgs, err := Build(ctx, Options{PauseRef: "registry.k8s.io/pause:3.10", KubernetesSourceDir: src, CacheDir: t.TempDir()})
 	require.NoError(t, err)
 
-	sock := startContainerd(t)
+	sock := harness.StartContainerd(t)
 	ctr := func(args ...string) string {
 		t.Helper()
 		out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", sock, "-n", testNamespace}, args...)...).CombinedOutput()
@@ -72,53 +70,4 @@ func TestImportIntoContainerd(t *testing.T) {
 	out = ctr("run", "--rm", busybox, "labimages-test-echo", "/bin/sh", "-c", "echo hello from $(hostname -s 2>/dev/null || echo busybox); cat /proc/1/cmdline | tr '\\0' ' '")
 	assert.Contains(t, out, "hello from")
 	assert.Contains(t, out, "/bin/sh -c")
-}
-
-// startContainerd starts containerd with its own directories and socket,
-// stopped by PID when the test ends, and returns the socket.
-func startContainerd(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "containerd.sock")
-	cfg := filepath.Join(dir, "config.toml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = %q
-[ttrpc]
-  address = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock, sock+".ttrpc")), 0o644))
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
-	require.NoError(t, err)
-	cmd := exec.Command("containerd", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("containerd log:\n%s", b)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := exec.Command("ctr", "--address", sock, "version").Run()
-		if err == nil {
-			return sock
-		}
-		require.True(t, time.Now().Before(deadline), "containerd did not answer on %s: %v", sock, err)
-		time.Sleep(100 * time.Millisecond)
-	}
 }

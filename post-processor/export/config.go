@@ -19,8 +19,14 @@ import (
 type Config struct {
 	common.PackerConfig `mapstructure:",squash"`
 
-	// Image formats to write, each with qemu-img: `qcow2` (default), `raw`,
-	// `vmdk`, `vhdx`.
+	// Image formats to write: `qcow2` (default), `raw`, `vmdk`, `vhdx`, each
+	// with qemu-img, and `containerdisk`: a KubeVirt containerDisk, an OCI
+	// image (linux/amd64, FROM scratch) of one gzip layer holding
+	// `disk/<output_name>.qcow2` owned by 107:107 (KubeVirt's qemu user),
+	// mode 0440 in a 0555 `disk/`, written as the OCI layout archive
+	// `<output_name>.containerdisk.tar`, which `ctr images import` reads. Its
+	// disk is the `qcow2` output when that is written too, otherwise a qcow2
+	// converted the same way (`compression` applies).
 	Formats []string `mapstructure:"formats"`
 	// Compression of qcow2 outputs: `zstd` (default; multi-threaded),
 	// `zlib` (readable by older QEMU), or `none`.
@@ -35,7 +41,8 @@ type Config struct {
 	Threads int `mapstructure:"threads"`
 	// The qemu-img binary. Default `qemu-img` on PATH.
 	QemuImgPath string `mapstructure:"qemu_img_path"`
-	// Upload the first output into this libvirt storage pool.
+	// Upload the first output into this libvirt storage pool: the first
+	// disk format listed (not a containerdisk).
 	UploadPool string `mapstructure:"upload_pool"`
 	// libvirt URI of the pool's host: local or remote, e.g.
 	// `qemu+ssh://user@host/system`. Default `qemu:///system`.
@@ -53,6 +60,20 @@ type Config struct {
 	// reads it. `0640` or `0644` share it; the `.sha256` files and the
 	// manifest hold no secrets and are always `0644`.
 	FileMode string `mapstructure:"file_mode"`
+	// Also push the containerdisk image into this repository, e.g.
+	// `registry.example.com/nodes/debian-12` (no tag or digest: see
+	// `containerdisk_tag`), with the credentials of the docker config
+	// (`~/.docker/config.json`, `$DOCKER_CONFIG`; `docker login` writes
+	// it). The archive names the image `<repository>:<tag>`; without a
+	// repository it names it `localhost/kubenode/<output_name>:<tag>` and
+	// nothing is pushed.
+	ContainerDiskRepository string `mapstructure:"containerdisk_repository"`
+	// Tag of the containerdisk image. Default `latest`; the manifest
+	// records the image's digest, which pins it whatever the tag.
+	ContainerDiskTag string `mapstructure:"containerdisk_tag"`
+	// Push over plain HTTP (or HTTPS with an unverified certificate), for a
+	// registry without TLS. Default `false`.
+	ContainerDiskInsecure bool `mapstructure:"containerdisk_insecure"`
 
 	ctx interpolate.Context
 	// fileMode is FileMode parsed.
@@ -61,6 +82,10 @@ type Config struct {
 
 // Formats qemu-img writes for us, with their file extensions.
 var formatExt = map[string]string{"qcow2": "qcow2", "raw": "raw", "vmdk": "vmdk", "vhdx": "vhdx"}
+
+// formatContainerDisk is the KubeVirt containerDisk: not a qemu-img format
+// but an OCI archive holding a qcow2.
+const formatContainerDisk = "containerdisk"
 
 // Prepare decodes raws into c, sets defaults and reports every problem.
 func (c *Config) Prepare(raws ...interface{}) error {
@@ -78,8 +103,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	seen := map[string]bool{}
 	for i, f := range c.Formats {
-		if _, ok := formatExt[f]; !ok {
-			add(fmt.Sprintf("formats[%d]", i), "%q is not a format this writes; use \"qcow2\", \"raw\", \"vmdk\" or \"vhdx\"", f)
+		if _, ok := formatExt[f]; !ok && f != formatContainerDisk {
+			add(fmt.Sprintf("formats[%d]", i), "%q is not a format this writes; use \"qcow2\", \"raw\", \"vmdk\", \"vhdx\" or \"containerdisk\"", f)
 		}
 		if seen[f] {
 			add(fmt.Sprintf("formats[%d]", i), "%q is listed twice", f)
@@ -104,6 +129,10 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.UploadPool == "" && (c.UploadVolume != "" || c.UploadOverwrite) {
 		add("upload_pool", "is required with upload_volume and upload_overwrite")
 	}
+	if c.UploadPool != "" && len(c.diskFormats()) == 0 {
+		add("upload_pool", "uploads a disk image, and formats lists none: add \"qcow2\" to formats (a containerdisk goes to a registry with containerdisk_repository)")
+	}
+	c.prepareContainerDisk(seen[formatContainerDisk], add)
 	if c.FileMode == "" {
 		c.FileMode = "0600"
 	}

@@ -10,25 +10,28 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName     *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType   *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion   *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug         *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce         *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError       *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars      map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	Formats             []string          `mapstructure:"formats" cty:"formats" hcl:"formats"`
-	Compression         *string           `mapstructure:"compression" cty:"compression" hcl:"compression"`
-	OutputDir           *string           `mapstructure:"output_directory" cty:"output_directory" hcl:"output_directory"`
-	OutputName          *string           `mapstructure:"output_name" cty:"output_name" hcl:"output_name"`
-	Threads             *int              `mapstructure:"threads" cty:"threads" hcl:"threads"`
-	QemuImgPath         *string           `mapstructure:"qemu_img_path" cty:"qemu_img_path" hcl:"qemu_img_path"`
-	UploadPool          *string           `mapstructure:"upload_pool" cty:"upload_pool" hcl:"upload_pool"`
-	UploadURI           *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
-	UploadVolume        *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
-	UploadOverwrite     *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
-	FileMode            *string           `mapstructure:"file_mode" cty:"file_mode" hcl:"file_mode"`
+	PackerBuildName         *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType       *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion       *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug             *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce             *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError           *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars          map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars     []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	Formats                 []string          `mapstructure:"formats" cty:"formats" hcl:"formats"`
+	Compression             *string           `mapstructure:"compression" cty:"compression" hcl:"compression"`
+	OutputDir               *string           `mapstructure:"output_directory" cty:"output_directory" hcl:"output_directory"`
+	OutputName              *string           `mapstructure:"output_name" cty:"output_name" hcl:"output_name"`
+	Threads                 *int              `mapstructure:"threads" cty:"threads" hcl:"threads"`
+	QemuImgPath             *string           `mapstructure:"qemu_img_path" cty:"qemu_img_path" hcl:"qemu_img_path"`
+	UploadPool              *string           `mapstructure:"upload_pool" cty:"upload_pool" hcl:"upload_pool"`
+	UploadURI               *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
+	UploadVolume            *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
+	UploadOverwrite         *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
+	FileMode                *string           `mapstructure:"file_mode" cty:"file_mode" hcl:"file_mode"`
+	ContainerDiskRepository *string           `mapstructure:"containerdisk_repository" cty:"containerdisk_repository" hcl:"containerdisk_repository"`
+	ContainerDiskTag        *string           `mapstructure:"containerdisk_tag" cty:"containerdisk_tag" hcl:"containerdisk_tag"`
+	ContainerDiskInsecure   *bool             `mapstructure:"containerdisk_insecure" cty:"containerdisk_insecure" hcl:"containerdisk_insecure"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -62,6 +65,9 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"upload_volume":              &hcldec.AttrSpec{Name: "upload_volume", Type: cty.String, Required: false},
 		"upload_overwrite":           &hcldec.AttrSpec{Name: "upload_overwrite", Type: cty.Bool, Required: false},
 		"file_mode":                  &hcldec.AttrSpec{Name: "file_mode", Type: cty.String, Required: false},
+		"containerdisk_repository":   &hcldec.AttrSpec{Name: "containerdisk_repository", Type: cty.String, Required: false},
+		"containerdisk_tag":          &hcldec.AttrSpec{Name: "containerdisk_tag", Type: cty.String, Required: false},
+		"containerdisk_insecure":     &hcldec.AttrSpec{Name: "containerdisk_insecure", Type: cty.Bool, Required: false},
 	}
 	return s
 }

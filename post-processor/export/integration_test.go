@@ -5,7 +5,9 @@ package export
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -67,4 +69,43 @@ func TestUploadIntoPool(t *testing.T) {
 	back.Reset()
 	require.NoError(t, d.DownloadVolume(pool, "node.qcow2", &back))
 	assert.True(t, bytes.Equal(want, back.Bytes()), "the replacement is the export's bytes (%d vs %d bytes)", back.Len(), len(want))
+}
+
+// TestContainerDiskImportsIntoContainerd exports a disk as a containerdisk
+// and reads it as a node would: imported into a containerd of the test's
+// own with `ctr images import`, listed under its name with the digest the
+// manifest records, mounted read-only; disk/node.qcow2 is the only file,
+// owned by 107:107 (KubeVirt's qemu user) and mode 0440 in a 0555 disk/;
+// copied out it passes `qemu-img check` and `qemu-img compare` with the
+// source. Needs root, containerd, ctr and qemu-img.
+func TestContainerDiskImportsIntoContainerd(t *testing.T) {
+	dir := t.TempDir()
+	src := sourceImage(t, dir)
+	out := filepath.Join(dir, "out")
+	p := &PostProcessor{}
+	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"containerdisk"}, "output_directory": out}))
+	ui, log := uiForTest()
+	a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}})
+	require.NoError(t, err, log.String())
+	m := a.(*Artifact).manifest
+	require.Len(t, m.Outputs, 1)
+
+	cd := harness.ContainerDiskFromArchive(t, filepath.Join(out, "node.containerdisk.tar"))
+	assert.Equal(t, "localhost/kubenode/node:latest", cd.Ref, "named by the archive's index")
+	assert.Equal(t, m.Outputs[0].Digest, cd.Digest, "containerd lists the digest the manifest records")
+	assert.Equal(t, []harness.ContainerDiskEntry{
+		{Path: "disk", UID: 107, GID: 107, Mode: fs.ModeDir | 0o555, Size: entrySize(cd.Entries, "disk")},
+		{Path: "disk/node.qcow2", UID: 107, GID: 107, Mode: 0o440, Size: entrySize(cd.Entries, "disk/node.qcow2")},
+	}, cd.Entries, "disk/node.qcow2 and its directory, nothing else")
+	res, err := exec.Command("qemu-img", "compare", "-q", src, cd.Disk).CombinedOutput()
+	assert.NoError(t, err, "the containerdisk's disk has the source's content: %s", res)
+}
+
+func entrySize(entries []harness.ContainerDiskEntry, path string) int64 {
+	for _, e := range entries {
+		if e.Path == path {
+			return e.Size
+		}
+	}
+	return -1
 }

@@ -72,11 +72,19 @@ type Tools struct {
 
 // Output is one written image file.
 type Output struct {
-	File        string `json:"file"`
-	Format      string `json:"format"`
+	File   string `json:"file"`
+	Format string `json:"format"`
+	// Compression is a qcow2's; a containerdisk's layer is gzip.
 	Compression string `json:"compression"`
 	Size        int64  `json:"size"`
 	SHA256      string `json:"sha256"`
+	// Image is the name a containerdisk archive gives its image.
+	Image string `json:"image,omitempty"`
+	// Digest is a containerdisk's image manifest digest, what containerd
+	// and registries list.
+	Digest string `json:"digest,omitempty"`
+	// Reference is where a containerdisk was pushed, by digest.
+	Reference string `json:"reference,omitempty"`
 }
 
 // writeChecksum writes <file>.sha256 in the format `sha256sum -c` reads.

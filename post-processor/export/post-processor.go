@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,8 @@ func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMap
 
 func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.Prepare(raws...) }
 
-// PostProcess writes every format of the input's disk image. The input
+// PostProcess writes every format of the input's disk image, then the
+// containerdisk, if listed. The input
 // artifact is kept unless the template says keep_input_artifact = false,
 // which Packer applies to the keep this returns. Builders destroy their
 // artifact by removing its directory, so when the outputs are in that
@@ -69,7 +71,8 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 
 	var files []string
 	var outputs []Output
-	for _, format := range c.Formats {
+	qcow2 := "" // this run's qcow2 output, which a containerdisk reuses
+	for _, format := range c.diskFormats() {
 		dst := filepath.Join(dir, name+"."+formatExt[format])
 		compression := "none"
 		if format == "qcow2" {
@@ -99,6 +102,19 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		ui.Message(fmt.Sprintf("%s: %.1f MiB in %s, sha256 %s", filepath.Base(dst), float64(st.Size())/(1<<20), time.Since(start).Round(100*time.Millisecond), sum))
 		files = append(files, dst, sumFile)
 		outputs = append(outputs, Output{File: filepath.Base(dst), Format: format, Compression: compression, Size: st.Size(), SHA256: sum})
+		if format == "qcow2" {
+			qcow2 = dst
+		}
+	}
+	// After the disk formats, whatever the order listed: it reuses the
+	// qcow2 output, and upload_pool takes the first output, a disk.
+	if slices.Contains(c.Formats, formatContainerDisk) {
+		out, written, err := exportContainerDisk(ctx, ui, c, src, srcFormat, qcow2, dir, name)
+		if err != nil {
+			return nil, true, true, err
+		}
+		files = append(files, written...)
+		outputs = append(outputs, out)
 	}
 
 	now := time.Now

@@ -1,0 +1,497 @@
+package export
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+)
+
+// The containerDisk's layer, as KubeVirt reads it: virt-launcher runs QEMU
+// as 107:107 and looks for the image under /disk. The modes are those of
+// KubeVirt's own container disks (containerimages/BUILD.bazel: the file
+// 0440, owner 107.107; kubevirt/containerdisks: `disk/` 0555): the disk
+// holds the build account's secrets, so it is not world-readable.
+const (
+	containerDiskUID      = 107
+	containerDiskDir      = "disk/"
+	containerDiskDirMode  = 0o555
+	containerDiskFileMode = 0o440
+	// containerDiskSuffix ends the archive's file name.
+	containerDiskSuffix = ".containerdisk.tar"
+	// defaultContainerDiskTag is containerdisk_tag's default.
+	defaultContainerDiskTag = "latest"
+)
+
+// epoch dates every entry of the layer and the archive, and the image's
+// creation: the same disk gives the same digests.
+var epoch = time.Unix(0, 0).UTC()
+
+// tagRE is the OCI distribution spec's tag.
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// prepareContainerDisk sets the containerdisk keys' defaults and checks
+// them; enabled says whether formats lists containerdisk.
+func (c *Config) prepareContainerDisk(enabled bool, add func(key, format string, args ...any)) {
+	if !enabled {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"containerdisk_repository", c.ContainerDiskRepository != ""},
+			{"containerdisk_tag", c.ContainerDiskTag != ""},
+			{"containerdisk_insecure", c.ContainerDiskInsecure},
+		} {
+			if k.set {
+				add(k.key, "is set, but formats does not list \"containerdisk\": add it to formats, or remove %s", k.key)
+			}
+		}
+		return
+	}
+	if c.ContainerDiskTag == "" {
+		c.ContainerDiskTag = defaultContainerDiskTag
+	}
+	if !tagRE.MatchString(c.ContainerDiskTag) {
+		add("containerdisk_tag", "%q is not a tag: use up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-', e.g. \"v1.33.13\"", c.ContainerDiskTag)
+	}
+	if c.ContainerDiskRepository != "" {
+		if _, err := name.NewRepository(c.ContainerDiskRepository, c.nameOptions()...); err != nil {
+			add("containerdisk_repository", "%q is not a repository (%v): use registry/path in lowercase without a tag or digest, e.g. \"registry.example.com/nodes/debian-12\"; the tag is containerdisk_tag", c.ContainerDiskRepository, err)
+		}
+	}
+}
+
+func (c *Config) nameOptions() []name.Option {
+	if c.ContainerDiskInsecure {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// diskFormats are the formats qemu-img writes, in the order listed.
+func (c *Config) diskFormats() []string {
+	var out []string
+	for _, f := range c.Formats {
+		if _, ok := formatExt[f]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// containerDiskRef is the name the archive gives the image:
+// containerdisk_repository, or localhost/kubenode/<output name>, tagged
+// containerdisk_tag.
+func (c *Config) containerDiskRef(outputName string) (name.Tag, error) {
+	repo := c.ContainerDiskRepository
+	if repo == "" {
+		repo = "localhost/kubenode/" + repositoryComponent(outputName)
+	}
+	return name.NewTag(repo+":"+c.ContainerDiskTag, c.nameOptions()...)
+}
+
+// repositoryComponent turns an output name into a valid repository path
+// component: lowercase, other characters replaced by '-'.
+func repositoryComponent(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, ch := range b {
+		if (ch < 'a' || ch > 'z') && (ch < '0' || ch > '9') && ch != '.' && ch != '_' && ch != '-' {
+			b[i] = '-'
+		}
+	}
+	out := strings.Trim(string(b), ".-_")
+	if out == "" {
+		return "image"
+	}
+	return out
+}
+
+// writeDiskLayer writes the containerDisk layer of the qcow2 at disk to w,
+// streaming: a gzip tar of `disk/` and `disk/<fileName>`, both owned by
+// 107:107 and dated epoch, nothing else. It returns the layer's diffID
+// (the sha256 of the tar). progress gets each 10% of the disk read.
+func writeDiskLayer(ctx context.Context, w io.Writer, disk, fileName string, progress func(pct int)) (v1.Hash, error) {
+	f, err := os.Open(disk)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	// BestSpeed, as go-containerregistry's own layers: the qcow2's
+	// clusters are already compressed.
+	gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	diffID := sha256.New()
+	tw := tar.NewWriter(io.MultiWriter(diffID, gz))
+	for _, h := range []*tar.Header{
+		{Typeflag: tar.TypeDir, Name: containerDiskDir, Mode: containerDiskDirMode},
+		{Typeflag: tar.TypeReg, Name: containerDiskDir + fileName, Mode: containerDiskFileMode, Size: st.Size()},
+	} {
+		h.Uid, h.Gid, h.ModTime = containerDiskUID, containerDiskUID, epoch
+		if err := tw.WriteHeader(h); err != nil {
+			return v1.Hash{}, err
+		}
+	}
+	r := &progressReader{r: ctxio.Reader{Ctx: ctx, R: f}, total: st.Size(), report: progress, last: -1}
+	if _, err := io.Copy(tw, r); err != nil {
+		return v1.Hash{}, fmt.Errorf("reading %s into the layer: %w", disk, err)
+	}
+	if err := tw.Close(); err != nil {
+		return v1.Hash{}, fmt.Errorf("%s changed while it was read: %w", disk, err)
+	}
+	if err := gz.Close(); err != nil {
+		return v1.Hash{}, err
+	}
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(diffID.Sum(nil))}, nil
+}
+
+// progressReader reports each 10% of total read.
+type progressReader struct {
+	r      io.Reader
+	total  int64
+	done   int64
+	report func(pct int)
+	last   int
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	if p.report != nil && p.total > 0 {
+		if step := int(p.done*100/p.total) / 10 * 10; step > p.last {
+			p.last = step
+			p.report(step)
+		}
+	}
+	return n, err
+}
+
+// fileLayer is a gzip layer written to a file, with the digests computed
+// while it was written: go-containerregistry needs not read it again.
+type fileLayer struct {
+	path           string
+	digest, diffID v1.Hash
+	size           int64
+}
+
+func (l *fileLayer) Digest() (v1.Hash, error)             { return l.digest, nil }
+func (l *fileLayer) DiffID() (v1.Hash, error)             { return l.diffID, nil }
+func (l *fileLayer) Size() (int64, error)                 { return l.size, nil }
+func (l *fileLayer) MediaType() (types.MediaType, error)  { return types.OCILayer, nil }
+func (l *fileLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.path) }
+func (l *fileLayer) Uncompressed() (io.ReadCloser, error) { return gunzipFile(l.path) }
+
+func gunzipFile(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{gz, f}, nil
+}
+
+// countingHash is a sha256 that counts what it is written.
+type countingHash struct {
+	hash.Hash
+	n int64
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.Hash.Write(p)
+}
+
+// writeLayerFile writes the disk's layer into dst (0600), returning it as
+// a layer.
+func writeLayerFile(ctx context.Context, disk, fileName, dst string, progress func(pct int)) (*fileLayer, error) {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sum := &countingHash{Hash: sha256.New()}
+	diffID, err := writeDiskLayer(ctx, io.MultiWriter(f, sum), disk, fileName, progress)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return &fileLayer{path: dst, digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum.Sum(nil))}, diffID: diffID, size: sum.n}, nil
+}
+
+// containerDiskImage is the linux/amd64 OCI image of the one layer, its
+// config and manifest fixed (created epoch, no history dates), so that
+// its digest depends on the layer alone.
+func containerDiskImage(layer v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Created = v1.Time{Time: epoch}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, err
+	}
+	img = mutate.MediaType(img, types.OCIManifestSchema1)
+	return mutate.ConfigMediaType(img, types.OCIConfigJSON), nil
+}
+
+// writeContainerDisk packs the qcow2 at disk as a KubeVirt containerDisk
+// named ref into archive, an OCI image layout in a tar whose index names
+// the image (the annotations `ctr images import` names it by). The layout
+// is assembled in work, a scratch directory beside archive; the returned
+// image reads its layer from there, so it is valid until work is removed.
+// The archive is written to a temporary name and renamed when complete,
+// with mode.
+func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag, archive, work string, mode os.FileMode, progress func(pct int)) (v1.Image, error) {
+	dir := filepath.Join(work, "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return nil, err
+	}
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		return nil, err
+	}
+	// The layer is written where the layout keeps it, so that AppendImage,
+	// which skips a blob that is there, does not copy it.
+	layer, err := writeLayerFile(ctx, disk, fileName, filepath.Join(blobs, ".layer.partial"), progress)
+	if err != nil {
+		return nil, err
+	}
+	final := filepath.Join(blobs, layer.digest.Hex)
+	if err := os.Rename(layer.path, final); err != nil {
+		return nil, err
+	}
+	layer.path = final
+	img, err := containerDiskImage(layer)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          ref.String(),
+		"org.opencontainers.image.ref.name": ref.TagStr(),
+	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
+		return nil, fmt.Errorf("writing the OCI layout: %w", err)
+	}
+	tmp := filepath.Join(filepath.Dir(archive), "."+filepath.Base(archive)+".partial")
+	if err := tarDir(ctx, dir, tmp); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, archive); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return img, nil
+}
+
+// tarDir writes dir's files into a new tar at archive (created 0600),
+// streaming, sorted, owned by root and dated epoch: the same layout gives
+// the same archive.
+func tarDir(ctx context.Context, dir, archive string) error {
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		names = append(names, path)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	f, err := os.OpenFile(archive, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, path := range names {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: epoch, Typeflag: tar.TypeReg, Size: fi.Size()}
+		if fi.IsDir() {
+			h.Name, h.Mode, h.Typeflag, h.Size = h.Name+"/", 0o755, tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			continue
+		}
+		if err := copyFile(ctx, tw, path); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func copyFile(ctx context.Context, w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, ctxio.Reader{Ctx: ctx, R: f})
+	return err
+}
+
+// pushContainerDisk pushes img as ref with the docker config's
+// credentials, reporting each 10%, and returns the pushed reference by
+// digest.
+func pushContainerDisk(ctx context.Context, ui packersdk.Ui, img v1.Image, ref name.Tag, insecure bool) (string, error) {
+	digest, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	if insecure {
+		t := remote.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // what containerdisk_insecure asks for
+		opts = append(opts, remote.WithTransport(t))
+	}
+	updates := make(chan v1.Update, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := -1
+		for u := range updates {
+			if u.Total <= 0 {
+				continue
+			}
+			if step := int(u.Complete*100/u.Total) / 10 * 10; step > last {
+				last = step
+				ui.Message(fmt.Sprintf("pushing %s: %d%%", ref, step))
+			}
+		}
+	}()
+	err = remote.Write(ref, img, append(opts, remote.WithProgress(updates))...)
+	<-done
+	if err != nil {
+		return "", fmt.Errorf("pushing %s: %w (check containerdisk_repository, `docker login %s`, and containerdisk_insecure for a registry without TLS)", ref, err, ref.RegistryStr())
+	}
+	return ref.Context().Digest(digest.String()).String(), nil
+}
+
+// exportContainerDisk writes <name>.containerdisk.tar into dir from
+// qcow2, the qcow2 output of this run, or when there is none from a qcow2
+// it converts src into first; then pushes it when containerdisk_repository
+// is set. It returns the manifest's output and the files written.
+func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, srcFormat, qcow2, dir, outName string) (Output, []string, error) {
+	ref, err := c.containerDiskRef(outName)
+	if err != nil {
+		return Output{}, nil, fmt.Errorf("containerdisk image name from output_name %q: %w", outName, err)
+	}
+	work, err := os.MkdirTemp(dir, "."+outName+".containerdisk-*.partial")
+	if err != nil {
+		return Output{}, nil, err
+	}
+	defer os.RemoveAll(work)
+	start := time.Now()
+	if qcow2 == "" {
+		qcow2 = filepath.Join(work, outName+".qcow2")
+		ui.Say(fmt.Sprintf("Writing the containerdisk's qcow2 (compression %s, %d threads)", c.Compression, c.Threads))
+		args := ConvertArgs(src, srcFormat, qcow2, "qcow2", c.Compression, c.Threads)
+		if err := convert(ctx, c.QemuImgPath, args, qcow2, 0o600, func(pct int) {
+			ui.Message(fmt.Sprintf("containerdisk qcow2: %d%% (%s)", pct, time.Since(start).Round(time.Second)))
+		}); err != nil {
+			return Output{}, nil, err
+		}
+	}
+	archive := filepath.Join(dir, outName+containerDiskSuffix)
+	fileName := outName + ".qcow2"
+	ui.Say(fmt.Sprintf("Writing %s (KubeVirt containerDisk %s holding disk/%s)", archive, ref, fileName))
+	img, err := writeContainerDisk(ctx, qcow2, fileName, ref, archive, work, c.fileMode, func(pct int) {
+		ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(archive), pct, time.Since(start).Round(time.Second)))
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Output{}, nil, fmt.Errorf("writing %s interrupted: %w", filepath.Base(archive), ctx.Err())
+		}
+		return Output{}, nil, fmt.Errorf("writing %s: %w", filepath.Base(archive), err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Output{}, nil, err
+	}
+	st, err := os.Stat(archive)
+	if err != nil {
+		return Output{}, nil, err
+	}
+	sum, err := filehash.SHA256(archive)
+	if err != nil {
+		return Output{}, nil, err
+	}
+	sumFile, err := writeChecksum(archive, sum)
+	if err != nil {
+		return Output{}, nil, err
+	}
+	ui.Message(fmt.Sprintf("%s: %.1f MiB in %s, sha256 %s, image %s", filepath.Base(archive), float64(st.Size())/(1<<20), time.Since(start).Round(100*time.Millisecond), sum, digest))
+	out := Output{File: filepath.Base(archive), Format: formatContainerDisk, Compression: "gzip", Size: st.Size(), SHA256: sum, Image: ref.String(), Digest: digest.String()}
+	files := []string{archive, sumFile}
+	if c.ContainerDiskRepository != "" {
+		ui.Say(fmt.Sprintf("Pushing %s", ref))
+		pushed, err := pushContainerDisk(ctx, ui, img, ref, c.ContainerDiskInsecure)
+		if err != nil {
+			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:` it, or run the export again", err, archive)
+		}
+		ui.Message("pushed " + pushed)
+		out.Reference = pushed
+	}
+	return out, files, nil
+}
