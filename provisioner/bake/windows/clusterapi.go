@@ -224,6 +224,8 @@ func windowsKubeletWrapperScript() string {
 	s.Line("    }")
 	s.Line("}")
 	s.Line("$imageArgs = %s", powershell.Array(argv[3:]))
+	s.Comment("The kubelet logs to stderr: no line of it may stop this script (and the service).")
+	s.Line("$ErrorActionPreference = 'Continue'")
 	s.Line("& %s @imageArgs @kubeadmArgs", powershell.Quote(kubelet))
 	s.Line("exit $LASTEXITCODE")
 	// Compared as text by Set-KubenodeFile and the self-check, which read

@@ -147,6 +147,8 @@ $imageArgs = @(
     ''--container-runtime-endpoint=npipe:////./pipe/containerd-containerd''
     ''--resolv-conf=''
 )
+# The kubelet logs to stderr: no line of it may stop this script (and the service).
+$ErrorActionPreference = ''Continue''
 & ''C:\k\kubelet.exe'' @imageArgs @kubeadmArgs
 exit $LASTEXITCODE
 ' | Out-Null
