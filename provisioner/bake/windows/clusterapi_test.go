@@ -23,7 +23,6 @@ func stepNames(steps []node.Step) []string {
 	return out
 }
 
-
 // A Cluster API image installs cloudbase-init before sysprep and has no
 // joiner step; everything else of the Windows bake stays.
 func TestClusterAPISteps(t *testing.T) {
