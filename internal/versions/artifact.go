@@ -9,6 +9,10 @@ type Artifact struct {
 	// URL and ChecksumURL are the official download and its published
 	// sha256 file, used when no local file is given.
 	URL, ChecksumURL string
+	// PinnedSHA256 is the sha256 (hex) a download is checked against
+	// when the publisher prints no checksum file (ChecksumURL empty):
+	// recorded in the version table with the public source it comes from.
+	PinnedSHA256 string
 
 	// Local is the file on this machine, set by resolve.
 	Local string
@@ -27,10 +31,11 @@ const (
 	ArtifactCNIPlugins    = "cni-plugins"
 	ArtifactJoiner        = "joiner"
 	ArtifactCrictl        = "crictl"
+	ArtifactCloudbaseInit = "cloudbase-init"
 )
 
 // ArtifactNames are every artifact name, in the order messages list them.
-var ArtifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl}
+var ArtifactNames = []string{ArtifactKubelet, ArtifactKubeadm, ArtifactKubectl, ArtifactKubeLogRunner, ArtifactContainerd, ArtifactRunc, ArtifactCNIPlugins, ArtifactJoiner, ArtifactCrictl, ArtifactCloudbaseInit}
 
 // PodInfraContainerImage is the kubelet flag of
 // KubernetesMinor.PodInfraContainerImageFlag.

@@ -187,9 +187,15 @@ func (b *idleBody) Close() error {
 // published sha256 the file was verified against.
 func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, string, error) {
 	client := downloadClient(c.proxyFunc())
-	want, err := publishedSHA256(ctx, client, a.ChecksumURL, a.FileName)
-	if err != nil {
-		return "", "", fmt.Errorf("artifact %s: %w", a.Name, err)
+	want, origin := a.PinnedSHA256, "the version table pins"
+	if a.ChecksumURL != "" {
+		var err error
+		if want, err = publishedSHA256(ctx, client, a.ChecksumURL, a.FileName); err != nil {
+			return "", "", fmt.Errorf("artifact %s: %w", a.Name, err)
+		}
+		origin = a.ChecksumURL + " publishes"
+	} else if !isSHA256(want) {
+		return "", "", fmt.Errorf("artifact %s: no published checksum and no sha256 pinned for %s; give the file as artifacts.%s", a.Name, a.URL, a.Name)
 	}
 	dst := filepath.Join(c.DownloadCacheDir, want, a.FileName)
 	if got, err := filehash.SHA256(dst); err == nil && got == want {
@@ -222,7 +228,7 @@ func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artif
 		return "", "", err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return "", "", fmt.Errorf("artifact %s: %s has sha256 %s but %s publishes %s", a.Name, a.URL, got, a.ChecksumURL, want)
+		return "", "", fmt.Errorf("artifact %s: %s has sha256 %s but %s %s", a.Name, a.URL, got, origin, want)
 	}
 	return dst, want, os.Rename(tmp.Name(), dst)
 }

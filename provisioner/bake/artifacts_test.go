@@ -136,3 +136,34 @@ func TestResolveRefusesAFileSwappedAfterTheDownload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sum("real kubelet"), got[0].SHA256, "the guest checks the published sha256")
 }
+
+// An artifact whose publisher prints no checksum file (cloudbase-init's
+// MSI) is checked against the sha256 the version table pins; a file that
+// differs is refused with both digests, and a pin that is no sha256 is
+// refused before any download.
+func TestDownloadChecksAPinnedSHA256(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		w.Write([]byte("msi"))
+	}))
+	defer srv.Close()
+	c := Config{DownloadCacheDir: t.TempDir()}
+	good := versions.Artifact{Name: versions.ArtifactCloudbaseInit, FileName: "setup.msi", URL: srv.URL + "/setup.msi", PinnedSHA256: sum("msi")}
+	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{good})
+	require.NoError(t, err)
+	assert.Equal(t, sum("msi"), got[0].SHA256)
+
+	bad := good
+	bad.PinnedSHA256 = sum("other")
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact cloudbase-init: "+srv.URL+"/setup.msi has sha256 "+sum("msi")+" but the version table pins "+sum("other"))
+
+	before := hits
+	bad.PinnedSHA256 = ""
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact cloudbase-init: no published checksum and no sha256 pinned for "+srv.URL+"/setup.msi; give the file as artifacts.cloudbase-init")
+	assert.Equal(t, before, hits, "nothing is downloaded without a checksum")
+}

@@ -245,10 +245,17 @@ type Config struct {
 	// `cluster-api` (Linux: cloud-init runs the user data of Cluster API's
 	// kubeadm bootstrap provider, which holds `kubeadm join`; the image
 	// gets cloud-init with Jinja and `cloud_init_datasources` and no
-	// joiner; `install_joiner = true`, `artifacts.joiner`,
+	// joiner. Windows: cloudbase-init, from the version table's MSI or
+	// `artifacts.cloudbase-init`, configured with
+	// `cloudbase_init_metadata_services` and started by the clone's
+	// SetupComplete.cmd once Setup has finished; the kubelet's service
+	// runs `C:\k\StartKubelet.ps1`, which adds the flags kubeadm writes to
+	// `C:\var\lib\kubelet\kubeadm-flags.env`; `C:\run\cluster-api` is
+	// made for Cluster API's bootstrap-success.complete. On both,
+	// `install_joiner = true`, `artifacts.joiner`,
 	// `artifact_checksums.joiner`, `node_labels` and `kubelet_extra_args`
 	// are refused: the KubeadmConfigTemplate carries labels and kubelet
-	// flags). Refused for Windows. Default `joiner`.
+	// flags). Default `joiner`.
 	Bootstrap string `mapstructure:"bootstrap"`
 	// With `bootstrap = "cluster-api"`: cloud-init's `datasource_list`,
 	// written to `/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg`,
@@ -260,11 +267,27 @@ type Config struct {
 	// providers), a config-2 drive (Metal3/Ironic, KubeVirt, OpenStack),
 	// OpenStack's metadata service.
 	CloudInitDatasources []string `mapstructure:"cloud_init_datasources"`
+	// With `bootstrap = "cluster-api"` on Windows (Linux guests use
+	// `cloud_init_datasources`, which Windows refuses): cloudbase-init's
+	// `metadata_services`, tried in order, by their class paths
+	// (`cloudbaseinit.metadata.services.configdrive.ConfigDriveService`,
+	// `cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService`,
+	// `...httpservice.HttpService`, `...ec2service.EC2Service`,
+	// `...maasservice.MaaSHttpService`, `...azureservice.AzureService`,
+	// `...ovfservice.OvfService`,
+	// `...vmwareguestinfoservice.VMwareGuestInfoService`), each once.
+	// Default: ConfigDriveService, then NoCloudConfigDriveService (a
+	// config-2 drive or a cidata seed).
+	CloudbaseInitMetadataServices []string `mapstructure:"cloudbase_init_metadata_services"`
 
 	ctx interpolate.Context
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
 	warnings []string
+	// cloudInitDatasourcesSet: the configuration set cloud_init_datasources
+	// (Prepare fills the default in when guest_os_type is unset; a
+	// Windows guest refuses only what the user set).
+	cloudInitDatasourcesSet bool
 }
 
 // Prepare decodes and validates the configuration; every problem is

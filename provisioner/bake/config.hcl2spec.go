@@ -10,54 +10,55 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName         *string              `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType       *string              `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion       *string              `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug             *bool                `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce             *bool                `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError           *string              `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars          map[string]string    `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars     []string             `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	GuestOS                 *string              `mapstructure:"guest_os_type" cty:"guest_os_type" hcl:"guest_os_type"`
-	KubernetesVersion       *string              `mapstructure:"kubernetes_version" cty:"kubernetes_version" hcl:"kubernetes_version"`
-	ContainerdVersion       *string              `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
-	ContainerdSource        *string              `mapstructure:"containerd_source" cty:"containerd_source" hcl:"containerd_source"`
-	CNIPluginsVersion       *string              `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
-	PauseImage              *string              `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
-	CrictlVersion           *string              `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
-	InstallCrictl           *bool                `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
-	Images                  []FlatImageArchive   `mapstructure:"images" cty:"images" hcl:"images"`
-	PullImages              []string             `mapstructure:"pull_images" cty:"pull_images" hcl:"pull_images"`
-	PullKubeadmImages       *bool                `mapstructure:"pull_kubeadm_images" cty:"pull_kubeadm_images" hcl:"pull_kubeadm_images"`
-	RegistryMirrors         []FlatRegistryMirror `mapstructure:"registry_mirrors" cty:"registry_mirrors" hcl:"registry_mirrors"`
-	ArtifactsDir            *string              `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
-	Artifacts               map[string]string    `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
-	ArtifactChecksums       map[string]string    `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
-	ArtifactDelivery        *string              `mapstructure:"artifact_delivery" cty:"artifact_delivery" hcl:"artifact_delivery"`
-	ArtifactHTTPIP          *string              `mapstructure:"artifact_http_ip" cty:"artifact_http_ip" hcl:"artifact_http_ip"`
-	ArtifactHTTPBindAddress *string              `mapstructure:"artifact_http_bind_address" cty:"artifact_http_bind_address" hcl:"artifact_http_bind_address"`
-	ArtifactHTTPPort        *int                 `mapstructure:"artifact_http_port" cty:"artifact_http_port" hcl:"artifact_http_port"`
-	DownloadCacheDir        *string              `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
-	HTTPProxy               *string              `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
-	HTTPSProxy              *string              `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
-	NoProxy                 *string              `mapstructure:"no_proxy" cty:"no_proxy" hcl:"no_proxy"`
-	CNI                     *string              `mapstructure:"cni" cty:"cni" hcl:"cni"`
-	BridgeSubnet            *string              `mapstructure:"bridge_subnet" cty:"bridge_subnet" hcl:"bridge_subnet"`
-	DefenderExclusions      *bool                `mapstructure:"defender_exclusions" cty:"defender_exclusions" hcl:"defender_exclusions"`
-	HyperV                  *string              `mapstructure:"hyperv" cty:"hyperv" hcl:"hyperv"`
-	RestartTimeout          *string              `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
-	WindowsUpdate           *bool                `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
-	WindowsUpdateTimeout    *string              `mapstructure:"windows_update_timeout" cty:"windows_update_timeout" hcl:"windows_update_timeout"`
-	WindowsAutomaticUpdates *bool                `mapstructure:"windows_automatic_updates" cty:"windows_automatic_updates" hcl:"windows_automatic_updates"`
-	SettleTimeout           *string              `mapstructure:"settle_timeout" cty:"settle_timeout" hcl:"settle_timeout"`
-	InstallJoiner           *bool                `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
-	NodeLabels              map[string]string    `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
-	KubeletExtraArgs        map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
-	Generalize              *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
-	KeepBuildAccount        *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
-	CloneAdminPassword      *string              `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
-	Bootstrap               *string              `mapstructure:"bootstrap" cty:"bootstrap" hcl:"bootstrap"`
-	CloudInitDatasources    []string             `mapstructure:"cloud_init_datasources" cty:"cloud_init_datasources" hcl:"cloud_init_datasources"`
+	PackerBuildName               *string              `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType             *string              `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion             *string              `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug                   *bool                `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce                   *bool                `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError                 *string              `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars                map[string]string    `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars           []string             `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	GuestOS                       *string              `mapstructure:"guest_os_type" cty:"guest_os_type" hcl:"guest_os_type"`
+	KubernetesVersion             *string              `mapstructure:"kubernetes_version" cty:"kubernetes_version" hcl:"kubernetes_version"`
+	ContainerdVersion             *string              `mapstructure:"containerd_version" cty:"containerd_version" hcl:"containerd_version"`
+	ContainerdSource              *string              `mapstructure:"containerd_source" cty:"containerd_source" hcl:"containerd_source"`
+	CNIPluginsVersion             *string              `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
+	PauseImage                    *string              `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
+	CrictlVersion                 *string              `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
+	InstallCrictl                 *bool                `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
+	Images                        []FlatImageArchive   `mapstructure:"images" cty:"images" hcl:"images"`
+	PullImages                    []string             `mapstructure:"pull_images" cty:"pull_images" hcl:"pull_images"`
+	PullKubeadmImages             *bool                `mapstructure:"pull_kubeadm_images" cty:"pull_kubeadm_images" hcl:"pull_kubeadm_images"`
+	RegistryMirrors               []FlatRegistryMirror `mapstructure:"registry_mirrors" cty:"registry_mirrors" hcl:"registry_mirrors"`
+	ArtifactsDir                  *string              `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
+	Artifacts                     map[string]string    `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
+	ArtifactChecksums             map[string]string    `mapstructure:"artifact_checksums" cty:"artifact_checksums" hcl:"artifact_checksums"`
+	ArtifactDelivery              *string              `mapstructure:"artifact_delivery" cty:"artifact_delivery" hcl:"artifact_delivery"`
+	ArtifactHTTPIP                *string              `mapstructure:"artifact_http_ip" cty:"artifact_http_ip" hcl:"artifact_http_ip"`
+	ArtifactHTTPBindAddress       *string              `mapstructure:"artifact_http_bind_address" cty:"artifact_http_bind_address" hcl:"artifact_http_bind_address"`
+	ArtifactHTTPPort              *int                 `mapstructure:"artifact_http_port" cty:"artifact_http_port" hcl:"artifact_http_port"`
+	DownloadCacheDir              *string              `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
+	HTTPProxy                     *string              `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
+	HTTPSProxy                    *string              `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
+	NoProxy                       *string              `mapstructure:"no_proxy" cty:"no_proxy" hcl:"no_proxy"`
+	CNI                           *string              `mapstructure:"cni" cty:"cni" hcl:"cni"`
+	BridgeSubnet                  *string              `mapstructure:"bridge_subnet" cty:"bridge_subnet" hcl:"bridge_subnet"`
+	DefenderExclusions            *bool                `mapstructure:"defender_exclusions" cty:"defender_exclusions" hcl:"defender_exclusions"`
+	HyperV                        *string              `mapstructure:"hyperv" cty:"hyperv" hcl:"hyperv"`
+	RestartTimeout                *string              `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
+	WindowsUpdate                 *bool                `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
+	WindowsUpdateTimeout          *string              `mapstructure:"windows_update_timeout" cty:"windows_update_timeout" hcl:"windows_update_timeout"`
+	WindowsAutomaticUpdates       *bool                `mapstructure:"windows_automatic_updates" cty:"windows_automatic_updates" hcl:"windows_automatic_updates"`
+	SettleTimeout                 *string              `mapstructure:"settle_timeout" cty:"settle_timeout" hcl:"settle_timeout"`
+	InstallJoiner                 *bool                `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
+	NodeLabels                    map[string]string    `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
+	KubeletExtraArgs              map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
+	Generalize                    *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
+	KeepBuildAccount              *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
+	CloneAdminPassword            *string              `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
+	Bootstrap                     *string              `mapstructure:"bootstrap" cty:"bootstrap" hcl:"bootstrap"`
+	CloudInitDatasources          []string             `mapstructure:"cloud_init_datasources" cty:"cloud_init_datasources" hcl:"cloud_init_datasources"`
+	CloudbaseInitMetadataServices []string             `mapstructure:"cloudbase_init_metadata_services" cty:"cloudbase_init_metadata_services" hcl:"cloudbase_init_metadata_services"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -72,54 +73,55 @@ func (*Config) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec }
 // The decoded values from this spec will then be applied to a FlatConfig.
 func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
-		"packer_build_name":          &hcldec.AttrSpec{Name: "packer_build_name", Type: cty.String, Required: false},
-		"packer_builder_type":        &hcldec.AttrSpec{Name: "packer_builder_type", Type: cty.String, Required: false},
-		"packer_core_version":        &hcldec.AttrSpec{Name: "packer_core_version", Type: cty.String, Required: false},
-		"packer_debug":               &hcldec.AttrSpec{Name: "packer_debug", Type: cty.Bool, Required: false},
-		"packer_force":               &hcldec.AttrSpec{Name: "packer_force", Type: cty.Bool, Required: false},
-		"packer_on_error":            &hcldec.AttrSpec{Name: "packer_on_error", Type: cty.String, Required: false},
-		"packer_user_variables":      &hcldec.AttrSpec{Name: "packer_user_variables", Type: cty.Map(cty.String), Required: false},
-		"packer_sensitive_variables": &hcldec.AttrSpec{Name: "packer_sensitive_variables", Type: cty.List(cty.String), Required: false},
-		"guest_os_type":              &hcldec.AttrSpec{Name: "guest_os_type", Type: cty.String, Required: false},
-		"kubernetes_version":         &hcldec.AttrSpec{Name: "kubernetes_version", Type: cty.String, Required: false},
-		"containerd_version":         &hcldec.AttrSpec{Name: "containerd_version", Type: cty.String, Required: false},
-		"containerd_source":          &hcldec.AttrSpec{Name: "containerd_source", Type: cty.String, Required: false},
-		"cni_plugins_version":        &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
-		"pause_image":                &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
-		"crictl_version":             &hcldec.AttrSpec{Name: "crictl_version", Type: cty.String, Required: false},
-		"install_crictl":             &hcldec.AttrSpec{Name: "install_crictl", Type: cty.Bool, Required: false},
-		"images":                     &hcldec.BlockListSpec{TypeName: "images", Nested: hcldec.ObjectSpec((*FlatImageArchive)(nil).HCL2Spec())},
-		"pull_images":                &hcldec.AttrSpec{Name: "pull_images", Type: cty.List(cty.String), Required: false},
-		"pull_kubeadm_images":        &hcldec.AttrSpec{Name: "pull_kubeadm_images", Type: cty.Bool, Required: false},
-		"registry_mirrors":           &hcldec.BlockListSpec{TypeName: "registry_mirrors", Nested: hcldec.ObjectSpec((*FlatRegistryMirror)(nil).HCL2Spec())},
-		"artifacts_dir":              &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
-		"artifacts":                  &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},
-		"artifact_checksums":         &hcldec.AttrSpec{Name: "artifact_checksums", Type: cty.Map(cty.String), Required: false},
-		"artifact_delivery":          &hcldec.AttrSpec{Name: "artifact_delivery", Type: cty.String, Required: false},
-		"artifact_http_ip":           &hcldec.AttrSpec{Name: "artifact_http_ip", Type: cty.String, Required: false},
-		"artifact_http_bind_address": &hcldec.AttrSpec{Name: "artifact_http_bind_address", Type: cty.String, Required: false},
-		"artifact_http_port":         &hcldec.AttrSpec{Name: "artifact_http_port", Type: cty.Number, Required: false},
-		"download_cache_dir":         &hcldec.AttrSpec{Name: "download_cache_dir", Type: cty.String, Required: false},
-		"http_proxy":                 &hcldec.AttrSpec{Name: "http_proxy", Type: cty.String, Required: false},
-		"https_proxy":                &hcldec.AttrSpec{Name: "https_proxy", Type: cty.String, Required: false},
-		"no_proxy":                   &hcldec.AttrSpec{Name: "no_proxy", Type: cty.String, Required: false},
-		"cni":                        &hcldec.AttrSpec{Name: "cni", Type: cty.String, Required: false},
-		"bridge_subnet":              &hcldec.AttrSpec{Name: "bridge_subnet", Type: cty.String, Required: false},
-		"defender_exclusions":        &hcldec.AttrSpec{Name: "defender_exclusions", Type: cty.Bool, Required: false},
-		"hyperv":                     &hcldec.AttrSpec{Name: "hyperv", Type: cty.String, Required: false},
-		"restart_timeout":            &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
-		"windows_update":             &hcldec.AttrSpec{Name: "windows_update", Type: cty.Bool, Required: false},
-		"windows_update_timeout":     &hcldec.AttrSpec{Name: "windows_update_timeout", Type: cty.String, Required: false},
-		"windows_automatic_updates":  &hcldec.AttrSpec{Name: "windows_automatic_updates", Type: cty.Bool, Required: false},
-		"settle_timeout":             &hcldec.AttrSpec{Name: "settle_timeout", Type: cty.String, Required: false},
-		"install_joiner":             &hcldec.AttrSpec{Name: "install_joiner", Type: cty.Bool, Required: false},
-		"node_labels":                &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
-		"kubelet_extra_args":         &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
-		"generalize":                 &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
-		"keep_build_account":         &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
-		"clone_admin_password":       &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
-		"bootstrap":                  &hcldec.AttrSpec{Name: "bootstrap", Type: cty.String, Required: false},
-		"cloud_init_datasources":     &hcldec.AttrSpec{Name: "cloud_init_datasources", Type: cty.List(cty.String), Required: false},
+		"packer_build_name":                &hcldec.AttrSpec{Name: "packer_build_name", Type: cty.String, Required: false},
+		"packer_builder_type":              &hcldec.AttrSpec{Name: "packer_builder_type", Type: cty.String, Required: false},
+		"packer_core_version":              &hcldec.AttrSpec{Name: "packer_core_version", Type: cty.String, Required: false},
+		"packer_debug":                     &hcldec.AttrSpec{Name: "packer_debug", Type: cty.Bool, Required: false},
+		"packer_force":                     &hcldec.AttrSpec{Name: "packer_force", Type: cty.Bool, Required: false},
+		"packer_on_error":                  &hcldec.AttrSpec{Name: "packer_on_error", Type: cty.String, Required: false},
+		"packer_user_variables":            &hcldec.AttrSpec{Name: "packer_user_variables", Type: cty.Map(cty.String), Required: false},
+		"packer_sensitive_variables":       &hcldec.AttrSpec{Name: "packer_sensitive_variables", Type: cty.List(cty.String), Required: false},
+		"guest_os_type":                    &hcldec.AttrSpec{Name: "guest_os_type", Type: cty.String, Required: false},
+		"kubernetes_version":               &hcldec.AttrSpec{Name: "kubernetes_version", Type: cty.String, Required: false},
+		"containerd_version":               &hcldec.AttrSpec{Name: "containerd_version", Type: cty.String, Required: false},
+		"containerd_source":                &hcldec.AttrSpec{Name: "containerd_source", Type: cty.String, Required: false},
+		"cni_plugins_version":              &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
+		"pause_image":                      &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
+		"crictl_version":                   &hcldec.AttrSpec{Name: "crictl_version", Type: cty.String, Required: false},
+		"install_crictl":                   &hcldec.AttrSpec{Name: "install_crictl", Type: cty.Bool, Required: false},
+		"images":                           &hcldec.BlockListSpec{TypeName: "images", Nested: hcldec.ObjectSpec((*FlatImageArchive)(nil).HCL2Spec())},
+		"pull_images":                      &hcldec.AttrSpec{Name: "pull_images", Type: cty.List(cty.String), Required: false},
+		"pull_kubeadm_images":              &hcldec.AttrSpec{Name: "pull_kubeadm_images", Type: cty.Bool, Required: false},
+		"registry_mirrors":                 &hcldec.BlockListSpec{TypeName: "registry_mirrors", Nested: hcldec.ObjectSpec((*FlatRegistryMirror)(nil).HCL2Spec())},
+		"artifacts_dir":                    &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
+		"artifacts":                        &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},
+		"artifact_checksums":               &hcldec.AttrSpec{Name: "artifact_checksums", Type: cty.Map(cty.String), Required: false},
+		"artifact_delivery":                &hcldec.AttrSpec{Name: "artifact_delivery", Type: cty.String, Required: false},
+		"artifact_http_ip":                 &hcldec.AttrSpec{Name: "artifact_http_ip", Type: cty.String, Required: false},
+		"artifact_http_bind_address":       &hcldec.AttrSpec{Name: "artifact_http_bind_address", Type: cty.String, Required: false},
+		"artifact_http_port":               &hcldec.AttrSpec{Name: "artifact_http_port", Type: cty.Number, Required: false},
+		"download_cache_dir":               &hcldec.AttrSpec{Name: "download_cache_dir", Type: cty.String, Required: false},
+		"http_proxy":                       &hcldec.AttrSpec{Name: "http_proxy", Type: cty.String, Required: false},
+		"https_proxy":                      &hcldec.AttrSpec{Name: "https_proxy", Type: cty.String, Required: false},
+		"no_proxy":                         &hcldec.AttrSpec{Name: "no_proxy", Type: cty.String, Required: false},
+		"cni":                              &hcldec.AttrSpec{Name: "cni", Type: cty.String, Required: false},
+		"bridge_subnet":                    &hcldec.AttrSpec{Name: "bridge_subnet", Type: cty.String, Required: false},
+		"defender_exclusions":              &hcldec.AttrSpec{Name: "defender_exclusions", Type: cty.Bool, Required: false},
+		"hyperv":                           &hcldec.AttrSpec{Name: "hyperv", Type: cty.String, Required: false},
+		"restart_timeout":                  &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
+		"windows_update":                   &hcldec.AttrSpec{Name: "windows_update", Type: cty.Bool, Required: false},
+		"windows_update_timeout":           &hcldec.AttrSpec{Name: "windows_update_timeout", Type: cty.String, Required: false},
+		"windows_automatic_updates":        &hcldec.AttrSpec{Name: "windows_automatic_updates", Type: cty.Bool, Required: false},
+		"settle_timeout":                   &hcldec.AttrSpec{Name: "settle_timeout", Type: cty.String, Required: false},
+		"install_joiner":                   &hcldec.AttrSpec{Name: "install_joiner", Type: cty.Bool, Required: false},
+		"node_labels":                      &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
+		"kubelet_extra_args":               &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
+		"generalize":                       &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
+		"keep_build_account":               &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
+		"clone_admin_password":             &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
+		"bootstrap":                        &hcldec.AttrSpec{Name: "bootstrap", Type: cty.String, Required: false},
+		"cloud_init_datasources":           &hcldec.AttrSpec{Name: "cloud_init_datasources", Type: cty.List(cty.String), Required: false},
+		"cloudbase_init_metadata_services": &hcldec.AttrSpec{Name: "cloudbase_init_metadata_services", Type: cty.List(cty.String), Required: false},
 	}
 	return s
 }

@@ -9,14 +9,17 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // prepareBootstrap sets the defaults of `bootstrap` and
-// `cloud_init_datasources` and reports their problems. With
-// `bootstrap = "cluster-api"` the image has no joiner: the keys that only
-// configure the joiner are refused rather than silently dropped, and
-// install_joiner is set false. Call it before install_joiner's default is
-// set.
+// `cloud_init_datasources` and reports their problems, and those of
+// `cloudbase_init_metadata_services`. With `bootstrap = "cluster-api"` the
+// image has no joiner: the keys that only configure the joiner are refused
+// rather than silently dropped, and install_joiner is set false. Each
+// guest OS refuses the other's bootstrap-data key; with guest_os_type
+// unset, Provision does once the guest is known (checkBootstrapGuest).
+// Call it before install_joiner's default is set.
 func (c *Config) prepareBootstrap() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -28,17 +31,17 @@ func (c *Config) prepareBootstrap() []error {
 		if len(c.CloudInitDatasources) > 0 {
 			add(`cloud_init_datasources: only used with bootstrap = "cluster-api" (the joiner reads its seed disc itself); remove it, or set bootstrap = "cluster-api"`)
 		}
+		if len(c.CloudbaseInitMetadataServices) > 0 {
+			add(`cloudbase_init_metadata_services: only used with bootstrap = "cluster-api" (the joiner reads its seed disc itself); remove it, or set bootstrap = "cluster-api"`)
+		}
 		return errs
 	case node.BootstrapClusterAPI:
 	default:
 		add("bootstrap: %q is not %s or %s", c.Bootstrap, node.BootstrapJoiner, node.BootstrapClusterAPI)
 		return errs
 	}
-	if c.GuestOS == "windows" {
-		errs = append(errs, errClusterAPIWindows)
-	}
 	if c.InstallJoiner != nil && *c.InstallJoiner {
-		add(`install_joiner: bootstrap = "cluster-api" images have no joiner (cloud-init runs Cluster API's kubeadm join); remove install_joiner`)
+		add(`install_joiner: bootstrap = "cluster-api" images have no joiner (cloud-init, or cloudbase-init on Windows, runs Cluster API's kubeadm join); remove install_joiner`)
 	}
 	f := false
 	c.InstallJoiner = &f
@@ -56,6 +59,21 @@ func (c *Config) prepareBootstrap() []error {
 	}
 	if c.CNI == "bridge" {
 		add(`cni: "bridge" with bootstrap = "cluster-api" would give every node made from the image the same pod subnet (bridge_subnet); remove cni (the cluster's CNI, which Cluster API's cluster installs, brings the network)`)
+	}
+	c.cloudInitDatasourcesSet = len(c.CloudInitDatasources) > 0
+	for i, svc := range c.CloudbaseInitMetadataServices {
+		switch {
+		case !slices.Contains(windows.CloudbaseInitMetadataServiceNames, svc):
+			add("cloudbase_init_metadata_services[%d]: %q is not a metadata service kubenode-bake knows (known: %s)", i, svc, strings.Join(windows.CloudbaseInitMetadataServiceNames, ", "))
+		case slices.Index(c.CloudbaseInitMetadataServices, svc) != i:
+			add("cloudbase_init_metadata_services[%d]: %q is listed twice", i, svc)
+		}
+	}
+	if err := c.checkBootstrapGuest(c.GuestOS); err != nil {
+		errs = append(errs, err)
+	}
+	if c.GuestOS == "windows" {
+		return errs
 	}
 	if len(c.CloudInitDatasources) == 0 {
 		c.CloudInitDatasources = slices.Clone(linux.DefaultCloudInitDatasources)
@@ -88,5 +106,19 @@ func (c *Config) prepareBootstrap() []error {
 // with no user data.
 const datasourceNone = "None"
 
-// errClusterAPIWindows refuses Cluster API's bootstrap for a Windows guest.
-var errClusterAPIWindows = errors.New(`bootstrap: "cluster-api" is for Linux guests only (a Windows node made by Cluster API needs cloudbase-init, which kubenode-bake does not install); use bootstrap = "joiner" for Windows`)
+// checkBootstrapGuest refuses, with bootstrap = "cluster-api", the key of
+// the other guest OS's bootstrap data: cloud-init's datasources are
+// Linux's, cloudbase-init's metadata services Windows'. guest is "" when
+// it is not known yet.
+func (c *Config) checkBootstrapGuest(guest string) error {
+	if c.Bootstrap != node.BootstrapClusterAPI {
+		return nil
+	}
+	switch {
+	case guest == "windows" && c.cloudInitDatasourcesSet:
+		return errors.New(`cloud_init_datasources: Linux-only (cloud-init's datasources); a Windows guest gets cloudbase-init: remove cloud_init_datasources, and set cloudbase_init_metadata_services if the default (config drive, then NoCloud) does not fit`)
+	case guest == "linux" && len(c.CloudbaseInitMetadataServices) > 0:
+		return errors.New(`cloudbase_init_metadata_services: Windows-only (cloudbase-init's metadata services); a Linux guest gets cloud-init: remove it, and set cloud_init_datasources if the default does not fit`)
+	}
+	return nil
+}

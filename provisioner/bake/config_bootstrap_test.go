@@ -59,19 +59,40 @@ func TestPrepareBootstrapNamesEveryBadKey(t *testing.T) {
 		"artifact_checksums":     map[string]string{"joiner": "sha256:" + sum("x")},
 		"node_labels":            map[string]string{"example.com/pool": "a"},
 		"kubelet_extra_args":     map[string]string{"v": "2"},
-		"cloud_init_datasources": []string{"NoCloud", "nocloud", "Metal3", "NoCloud"},
+		"cloud_init_datasources": []string{"NoCloud"},
+		"cloudbase_init_metadata_services": []string{
+			"cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService", "NoCloud",
+			"cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService",
+		},
 	})
 	require.Error(t, err)
 	for _, want := range []string{
-		`bootstrap: "cluster-api" is for Linux guests only`,
+		`cloud_init_datasources: Linux-only (cloud-init's datasources); a Windows guest gets cloudbase-init: remove cloud_init_datasources`,
+		`cloudbase_init_metadata_services[1]: "NoCloud" is not a metadata service kubenode-bake knows (known: cloudbaseinit.metadata.services.configdrive.ConfigDriveService, `,
+		`cloudbase_init_metadata_services[2]: "cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService" is listed twice`,
 		`install_joiner: bootstrap = "cluster-api" images have no joiner`,
 		`artifacts.joiner: bootstrap = "cluster-api" images have no joiner; remove it`,
 		`artifact_checksums.joiner: bootstrap = "cluster-api" images have no joiner; remove it`,
 		`node_labels: the joiner sets them, and bootstrap = "cluster-api" images have none; set the labels in the KubeadmConfigTemplate`,
 		`kubelet_extra_args: the joiner passes them`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "cloudbase_init_metadata_services[0]")
+	assert.NotContains(t, err.Error(), `"cluster-api" is for Linux guests only`)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{
+		"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api", "guest_os_type": "linux",
+		"cloud_init_datasources":           []string{"NoCloud", "nocloud", "Metal3", "NoCloud"},
+		"cloudbase_init_metadata_services": []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"},
+	})
+	require.Error(t, err)
+	for _, want := range []string{
 		`cloud_init_datasources[1]: "nocloud" is not a datasource cloud-init knows (known: NoCloud, ConfigDrive, `,
 		`cloud_init_datasources[2]: "Metal3" is not a datasource cloud-init knows`,
 		`cloud_init_datasources[3]: "NoCloud" is listed twice`,
+		`cloudbase_init_metadata_services: Windows-only (cloudbase-init's metadata services); a Linux guest gets cloud-init`,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -83,6 +104,7 @@ func TestPrepareBootstrapNamesEveryBadKey(t *testing.T) {
 	}{
 		{map[string]any{"bootstrap": "ignition"}, `bootstrap: "ignition" is not joiner or cluster-api`},
 		{map[string]any{"cloud_init_datasources": []string{"NoCloud"}}, `cloud_init_datasources: only used with bootstrap = "cluster-api"`},
+		{map[string]any{"cloudbase_init_metadata_services": []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"}}, `cloudbase_init_metadata_services: only used with bootstrap = "cluster-api"`},
 		{map[string]any{"bootstrap": "cluster-api", "cni": "bridge"}, `cni: "bridge" with bootstrap = "cluster-api" would give every node made from the image the same pod subnet (bridge_subnet); remove cni`},
 		{map[string]any{"bootstrap": "cluster-api", "cloud_init_datasources": []string{"None"}}, `cloud_init_datasources: lists no datasource but None, which has no bootstrap data, so no node made from the image would join; list the one your infrastructure provider delivers it through (NoCloud, ConfigDrive, OpenStack, ...)`},
 		{map[string]any{"bootstrap": "cluster-api", "cloud_init_datasources": []string{"None", "NoCloud"}}, `cloud_init_datasources[0]: "None" must be last: cloud-init tries the datasources in order and None always succeeds`},
@@ -96,16 +118,29 @@ func TestPrepareBootstrapNamesEveryBadKey(t *testing.T) {
 	}
 }
 
-// A guest found to run Windows refuses bootstrap = "cluster-api" by name,
-// before anything is uploaded.
-func TestProvisionClusterAPIRefusesAWindowsGuest(t *testing.T) {
+// With guest_os_type unset, a guest found to run Windows refuses the
+// cloud_init_datasources the configuration set, by name, before anything
+// is uploaded; the default datasources Prepare filled in are no problem.
+func TestProvisionClusterAPIWindowsRefusesCloudInitDatasources(t *testing.T) {
 	var p Provisioner
-	require.NoError(t, p.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api"}))
+	require.NoError(t, p.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api", "cloud_init_datasources": []string{"NoCloud"}}))
 	g := guesttest.NewWindows()
 	err := p.Provision(context.Background(), guesttest.NewUI(), g, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `bootstrap: "cluster-api" is for Linux guests only`)
+	assert.Contains(t, err.Error(), `cloud_init_datasources: Linux-only`)
 	assert.Empty(t, g.Files, "nothing is uploaded")
+
+	var q Provisioner
+	require.NoError(t, q.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api"}))
+	assert.NoError(t, q.config.checkBootstrapGuest("windows"), "the default datasources are not the user's")
+	assert.Equal(t, linux.DefaultCloudInitDatasources, q.config.CloudInitDatasources)
+
+	var l Provisioner
+	require.NoError(t, l.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api",
+		"cloudbase_init_metadata_services": []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"}}))
+	err = l.config.checkBootstrapGuest("linux")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cloudbase_init_metadata_services: Windows-only")
 }
 
 // A Linux bake for Cluster API runs the cluster-api step instead of the

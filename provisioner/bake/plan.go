@@ -110,9 +110,14 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 		AutomaticUpdates:     c.WindowsAutomaticUpdates,
 		Generalize:           c.Generalize == nil || *c.Generalize,
 	}
+	if c.Bootstrap == node.BootstrapClusterAPI {
+		plan.ClusterAPI = true
+		plan.CloudbaseInit = versions.CloudbaseInit
+		plan.CloudbaseInitMetadataServices = c.CloudbaseInitMetadataServices
+	}
 	if plan.Generalize {
 		var err error
-		if plan.FirstBoot, err = c.windowsFirstBoot(); err != nil {
+		if plan.FirstBoot, err = c.windowsFirstBoot(plan.ClusterAPI); err != nil {
 			return windows.Plan{}, nil, err
 		}
 		plan.RandomClonePassword = c.CloneAdminPassword == ""
@@ -123,6 +128,9 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
 	if plan.InstallJoiner {
 		arts = append(arts, versions.Artifact{Name: versions.ArtifactJoiner, FileName: windows.JoinerFileName})
+	}
+	if plan.ClusterAPI {
+		arts = append(arts, plan.CloudbaseInit.WindowsArtifact())
 	}
 	plan, arts, errB := c.windowsBasics(plan, arts)
 	if errB != nil {
@@ -136,13 +144,14 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 }
 
 // windowsFirstBoot renders the clone's first-boot answer file: a random
-// computer name, OOBE skipped, the joiner service set to start (specialize
-// pass, as SYSTEM: a clone has no automatic logon, so first-logon commands
-// would wait for someone to log on), and the Administrator password
+// computer name, OOBE skipped, the joiner service set to start, or with
+// clusterAPI cloudbase-init's unattend run (specialize pass, as SYSTEM: a
+// clone has no automatic logon, so first-logon commands would wait for
+// someone to log on), and the Administrator password
 // clone_admin_password or a random one made for this build, which only
 // takes Setup past the welcome screens: each clone's first boot replaces it
 // with one of its own (windows.Plan.RandomClonePassword).
-func (c *Config) windowsFirstBoot() ([]byte, error) {
+func (c *Config) windowsFirstBoot(clusterAPI bool) ([]byte, error) {
 	pw := c.CloneAdminPassword
 	if pw == "" {
 		var err error
@@ -150,7 +159,11 @@ func (c *Config) windowsFirstBoot() ([]byte, error) {
 			return nil, fmt.Errorf("clone_admin_password: making a random one: %w", err)
 		}
 	}
-	xml, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: pw})
+	fb := autounattend.WindowsFirstBoot{Password: pw}
+	if clusterAPI {
+		fb.Commands = []string{windows.CloudbaseInitUnattendCommand}
+	}
+	xml, err := autounattend.RenderWindowsFirstBoot(fb)
 	if err != nil {
 		return nil, fmt.Errorf("clone_admin_password: %w", err)
 	}

@@ -38,14 +38,14 @@ func TestWindowsPlanFromConfig(t *testing.T) {
 
 func TestWindowsFirstBootPasswordIsNotTheBuilds(t *testing.T) {
 	c := &Config{}
-	a, err := c.windowsFirstBoot()
+	a, err := c.windowsFirstBoot(false)
 	require.NoError(t, err)
-	b, err := c.windowsFirstBoot()
+	b, err := c.windowsFirstBoot(false)
 	require.NoError(t, err)
 	assert.NotEqual(t, a, b, "a random password for each build")
 
 	c.CloneAdminPassword = "Clone-Only-1!"
-	xml, err := c.windowsFirstBoot()
+	xml, err := c.windowsFirstBoot(false)
 	require.NoError(t, err)
 	assert.Contains(t, string(xml), autounattend.EncodeUnattendPassword("Clone-Only-1!", "AdministratorPassword"))
 

@@ -48,10 +48,10 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		}
 		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
 	}
+	if err := c.checkBootstrapGuest(guest); err != nil {
+		return err
+	}
 	if guest == "windows" {
-		if c.Bootstrap == node.BootstrapClusterAPI {
-			return errClusterAPIWindows
-		}
 		if c.KeepBuildAccount {
 			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
 		}

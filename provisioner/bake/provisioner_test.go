@@ -15,6 +15,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // keep_build_account is Linux's: a Windows build refuses it by name.
@@ -69,4 +70,45 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	err = p.provisionWindows(context.Background(), guesttest.NewUI(), g, nil)
 	require.ErrorContains(t, err, "windows_version: the guest runs Windows build 9200, which is not in kubenode-bake's version table")
 	assert.Empty(t, g.Files, "nothing is uploaded to an unknown release")
+}
+
+// A Windows bake for Cluster API (bootstrap = "cluster-api") installs
+// cloudbase-init from its MSI artifact instead of the joiner, answers the
+// clone's specialize pass with cloudbase-init's unattend run, and records
+// its bootstrap for the manifest.
+func TestProvisionWindowsClusterAPI(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	var p Provisioner
+	require.NoError(t, p.Prepare(map[string]any{
+		"guest_os_type": "windows", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"packer_build_name": "win-capi", "bootstrap": "cluster-api",
+		"cloudbase_init_metadata_services": []string{windows.CloudbaseInitNoCloud},
+	}))
+	assert.Empty(t, p.config.CloudInitDatasources, "no cloud-init datasources for a Windows guest")
+	plan, arts, err := p.config.windowsPlan(win)
+	require.NoError(t, err)
+	assert.True(t, plan.ClusterAPI)
+	assert.False(t, plan.InstallJoiner)
+	assert.Equal(t, []string{windows.CloudbaseInitNoCloud}, plan.CloudbaseInitMetadataServices)
+	assert.Contains(t, string(plan.FirstBoot), windows.CloudbaseInitUnattendCommand[1:20], "specialize runs cloudbase-init's unattend configuration")
+	assert.NotContains(t, string(plan.FirstBoot), "kubenode-joiner")
+	var names []string
+	for _, a := range arts {
+		names = append(names, a.Name)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName), []byte("local "+a.Name), 0o644))
+	}
+	assert.Contains(t, names, versions.ArtifactCloudbaseInit)
+	assert.NotContains(t, names, versions.ArtifactJoiner)
+	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
+	g := guesttest.NewWindows()
+	g.Build = fmt.Sprint(win.Build)
+	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "cloudbase-init", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
+	rec, err := baked.Take("win-capi")
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, "cluster-api", rec.Facts.Bootstrap, "recorded for the manifest")
+	assert.Empty(t, rec.Facts.Joiner)
 }

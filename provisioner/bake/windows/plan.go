@@ -46,6 +46,14 @@ type Plan struct {
 	InstallJoiner    bool
 	NodeLabels       map[string]string
 	KubeletExtraArgs map[string]string
+	// ClusterAPI readies the image for Cluster API's kubeadm bootstrap
+	// (bootstrap = "cluster-api", clusterapi.go): cloudbase-init installed
+	// and configured with CloudbaseInitMetadataServices (default
+	// DefaultCloudbaseInitMetadataServices), the kubelet's service run by
+	// a wrapper that adds kubeadm's flags, no joiner (InstallJoiner false).
+	ClusterAPI                    bool
+	CloudbaseInit                 versions.CloudbaseInitRelease
+	CloudbaseInitMetadataServices []string
 	// Staging is the guest directory the artifacts were uploaded to.
 	// Default windowsStaging.
 	Staging string
@@ -106,6 +114,7 @@ type Files struct {
 	ContainerdTarball, CNITarball            string
 	Joiner                                   string
 	Crictl                                   string
+	CloudbaseInit                            string
 }
 
 // Guest locations on Windows. The kubelet's and the joiner's come from
@@ -179,6 +188,9 @@ func (p Plan) WithDefaults() Plan {
 	if f.Joiner == "" {
 		f.Joiner = JoinerFileName
 	}
+	if f.CloudbaseInit == "" && p.CloudbaseInit.Version != "" {
+		f.CloudbaseInit = p.CloudbaseInit.WindowsArtifact().FileName
+	}
 	return p
 }
 
@@ -235,6 +247,7 @@ func (p Plan) Validate() error {
 		versions.ArtifactKubelet: p.Files.Kubelet, versions.ArtifactKubeadm: p.Files.Kubeadm, versions.ArtifactKubectl: p.Files.Kubectl,
 		versions.ArtifactKubeLogRunner: p.Files.KubeLogRunner, versions.ArtifactContainerd: p.Files.ContainerdTarball,
 		versions.ArtifactCNIPlugins: p.Files.CNITarball, versions.ArtifactJoiner: p.Files.Joiner, versions.ArtifactCrictl: p.Files.Crictl,
+		versions.ArtifactCloudbaseInit: p.Files.CloudbaseInit,
 	} {
 		if strings.ContainsAny(file, `\/:*?"<>|`) || node.OneLine(file) != "" {
 			add("artifact %s: %q is not a plain file name", name, file)
@@ -254,6 +267,7 @@ func (p Plan) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, p.validateClusterAPI()...)
 	errs = append(errs, p.validateBasics()...)
 	return joinSorted(errs)
 }

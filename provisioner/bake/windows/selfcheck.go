@@ -54,7 +54,19 @@ function Test-KubenodeService {
 }`
 
 // SelfCheck renders the Windows self-check.
-func SelfCheck(c node.SelfCheck) []byte {
+func SelfCheck(c node.SelfCheck) []byte { return selfCheck(c, nil) }
+
+// selfCheckScript is the plan's self-check, with the Cluster API checks
+// in a Cluster API image.
+func (p Plan) selfCheckScript() []byte {
+	if p.ClusterAPI {
+		return selfCheck(p.selfCheck(), windowsClusterAPISelfCheck(p))
+	}
+	return selfCheck(p.selfCheck(), nil)
+}
+
+// selfCheck renders the checks of c, then extra's, if any.
+func selfCheck(c node.SelfCheck, extra func(*powershell.Script)) []byte {
 	k := units.WindowsKubeDir
 	s := newWinScript("self-check of the baked guest: every check runs, each problem printed as \"problem: ...\"; the script fails when there is one", psSelfCheck)
 	s.Comment("Services. The joiner's is installed disabled: the first-boot answer file enables it.")
@@ -127,6 +139,9 @@ func SelfCheck(c node.SelfCheck) []byte {
 		s.Line("        }")
 		s.Line("    }")
 		s.Line("}")
+	}
+	if extra != nil {
+		extra(s)
 	}
 	s.Line("if ($script:problems -gt 0) {")
 	s.Line(`    Write-Host "self-check: $($script:problems) problems"`)

@@ -27,6 +27,7 @@ const (
 	stepKubelet           = "kubelet"
 	stepDefender          = "defender"
 	stepJoiner            = "joiner"
+	stepCloudbaseInit     = "cloudbase-init"
 	stepPermissions       = "permissions"
 	stepCleanup           = "cleanup"
 	stepSysprep           = "sysprep"
@@ -75,6 +76,9 @@ func Steps(p Plan) ([]node.Step, error) {
 	if p.DefenderExclusions {
 		steps = append(steps, node.Step{Name: stepDefender, Script: windowsDefender()})
 	}
+	if p.ClusterAPI {
+		steps = append(steps, node.Step{Name: stepCloudbaseInit, Script: windowsCloudbaseInit(p)})
+	}
 	if p.InstallJoiner {
 		joiner, err := windowsJoiner(p)
 		if err != nil {
@@ -82,7 +86,7 @@ func Steps(p Plan) ([]node.Step, error) {
 		}
 		steps = append(steps, node.Step{Name: stepJoiner, Script: joiner})
 	}
-	steps = append(steps, node.Step{Name: stepPermissions, Script: windowsPermissions(p)}, node.Step{Name: node.StepSelfCheck, Script: SelfCheck(p.selfCheck())}, node.Step{Name: stepCleanup, Script: windowsCleanup(p)})
+	steps = append(steps, node.Step{Name: stepPermissions, Script: windowsPermissions(p)}, node.Step{Name: node.StepSelfCheck, Script: p.selfCheckScript()}, node.Step{Name: stepCleanup, Script: windowsCleanup(p)})
 	if p.Generalize {
 		steps = append(steps, node.Step{Name: stepSysprep, Script: windowsSysprep(p)})
 	}
@@ -546,8 +550,13 @@ func service(s *powershell.Script, svc winService) error {
 func windowsKubelet(p Plan) ([]byte, error) {
 	k := units.WindowsKubeDir
 	ver := p.Kubernetes.Version
-	s := newWinScript("kubelet, kubeadm, kubectl and kube-log-runner "+ver+" in "+k+", the kubelet service and its firewall rule",
-		psSameFile, psCopyFile, psDirectory, psNative, psMachinePath)
+	title, helpers := "kubelet, kubeadm, kubectl and kube-log-runner "+ver+" in "+k+", the kubelet service and its firewall rule",
+		[]string{psSameFile, psCopyFile, psDirectory, psNative, psMachinePath}
+	if p.ClusterAPI {
+		title += "; the service runs " + windowsKubeletWrapper + ", which adds kubeadm's flags"
+		helpers = append(helpers, psSetFile)
+	}
+	s := newWinScript(title, helpers...)
 	for _, d := range []string{k, `C:\var\log\kubelet`, `C:\var\lib\kubelet`, `C:\etc\kubernetes`, `C:\etc\kubernetes\manifests`, `C:\etc\kubernetes\pki`} {
 		s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(d))
 	}
@@ -589,11 +598,16 @@ func windowsKubelet(p Plan) ([]byte, error) {
 	say(s, "", "ok: kubelet and kubeadm are "+ver)
 	s.Line("Add-KubenodeMachinePath -Dir %s", powershell.Quote(k))
 	s.Blank()
-	s.Comment("An sc.exe service cannot read kubeadm-flags.env: after `kubeadm join` the joiner")
-	s.Comment("re-registers this service with KUBELET_KUBEADM_ARGS appended; by hand:")
-	s.Comment("sc.exe config kubelet binPath= \"<this command line> <the flags>\".")
+	if p.ClusterAPI {
+		s.Comment("An sc.exe service cannot read kubeadm-flags.env: the wrapper reads it at each start.")
+		s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(windowsKubeletWrapper), powershell.Quote(windowsKubeletWrapperScript()))
+	} else {
+		s.Comment("An sc.exe service cannot read kubeadm-flags.env: after `kubeadm join` the joiner")
+		s.Comment("re-registers this service with KUBELET_KUBEADM_ARGS appended; by hand:")
+		s.Comment("sc.exe config kubelet binPath= \"<this command line> <the flags>\".")
+	}
 	if err := service(s, winService{
-		Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(),
+		Name: units.KubeletServiceName, Display: "kubelet", Argv: p.kubeletServiceArgv(),
 		Start: "auto", Depend: []string{units.ContainerdServiceName},
 	}); err != nil {
 		return nil, err

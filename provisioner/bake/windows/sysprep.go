@@ -160,6 +160,11 @@ func (p Plan) windowsLockedDirs() []windowsLockedDir {
 	if p.InstallJoiner {
 		dirs = append(dirs, windowsLockedDir{windowsJoinerDir, false})
 	}
+	if p.ClusterAPI {
+		// Cluster API's bootstrap marks its success here as SYSTEM; nobody
+		// else may fake it.
+		dirs = append(dirs, windowsLockedDir{ClusterAPISentinelDir, true})
+	}
 	return dirs
 }
 
@@ -219,17 +224,18 @@ func FirstBootFiles(p Plan) []GuestFile {
 	return []GuestFile{
 		{Path: windowsFirstBootAnswer, Content: p.FirstBoot},
 		{Path: windowsFirstBootScript, Content: windowsFirstBoot(p)},
-		{Path: windowsSetupComplete, Content: []byte(windowsSetupCompleteCmd())},
+		{Path: windowsSetupComplete, Content: []byte(windowsSetupCompleteCmd(p))},
 	}
 }
 
 // windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it runs the
 // first-boot script, then deletes it and the answer files (they hold the
 // Administrator password), calls the SetupComplete.cmd that was there
-// before (windowsSetupCompleteBefore) if there was one, and deletes
-// itself. A failing first-boot script stops none of that: its transcript
-// says what failed.
-func windowsSetupCompleteCmd() string {
+// before (windowsSetupCompleteBefore) if there was one, in a Cluster API
+// image sets cloudbase-init's service automatic and starts it (Setup has
+// finished: what its plugins do stays), and deletes itself. A failing
+// first-boot script stops none of that: its transcript says what failed.
+func windowsSetupCompleteCmd(p Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "@echo off\r\n%s close what the build opened, then remove the answer files, which hold the Administrator password.\r\n", windowsSetupCompleteMark)
 	fmt.Fprintf(&b, "%s\r\n", windowsFirstBootCommand)
@@ -238,6 +244,11 @@ func windowsSetupCompleteCmd() string {
 	}
 	b.WriteString("rem The SetupComplete.cmd that was here before kubenode's, if any.\r\n")
 	fmt.Fprintf(&b, "if exist \"%s\" call \"%s\"\r\n", windowsSetupCompleteBefore, windowsSetupCompleteBefore)
+	if p.ClusterAPI {
+		b.WriteString("rem Cluster API: cloudbase-init runs the machine's bootstrap data (kubeadm join) now that Setup has finished.\r\n")
+		fmt.Fprintf(&b, "sc.exe config %s start= auto\r\n", cloudbaseInitService)
+		fmt.Fprintf(&b, "sc.exe start %s\r\n", cloudbaseInitService)
+	}
 	b.WriteString("del /f /q \"%~f0\"\r\n")
 	return b.String()
 }

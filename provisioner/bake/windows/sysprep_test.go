@@ -178,7 +178,7 @@ func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
 }
 
 func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
-	cmd := windowsSetupCompleteCmd()
+	cmd := windowsSetupCompleteCmd(basePlan(t))
 	for _, f := range append([]string{windowsFirstBootAnswer, `C:\Windows\Panther\unattend.xml`, `C:\Windows\System32\Sysprep\unattend.xml`}, windowsAnswerFiles...) {
 		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
 	}
@@ -516,10 +516,10 @@ func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
 	g.Files[setup] = []byte(theirs)
 	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep)
-	assert.Equal(t, windowsSetupCompleteCmd(), string(g.AtSysprep.Files[setup]), "ours is in place")
+	assert.Equal(t, windowsSetupCompleteCmd(basePlan(t)), string(g.AtSysprep.Files[setup]), "ours is in place")
 	assert.Equal(t, theirs, string(g.AtSysprep.Files[before]), "theirs is kept under the new name")
 
-	cmd := windowsSetupCompleteCmd()
+	cmd := windowsSetupCompleteCmd(basePlan(t))
 	call := strings.Index(cmd, `if exist "`+windowsSetupCompleteBefore+`" call "`+windowsSetupCompleteBefore+`"`+"\r\n")
 	require.Greater(t, call, 0)
 	assert.Greater(t, call, strings.Index(cmd, windowsFirstBootCommand), "after the first-boot script")
@@ -528,7 +528,7 @@ func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
 
 	// Ours, from an earlier run on this guest: replaced, nothing renamed.
 	g = guesttest.NewWindows()
-	g.Files[setup] = []byte(windowsSetupCompleteCmd())
+	g.Files[setup] = []byte(windowsSetupCompleteCmd(basePlan(t)))
 	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
 	assert.NotContains(t, g.AtSysprep.Files, before)
 

@@ -95,7 +95,21 @@ func windowsCases(t *testing.T) map[string]Plan {
 	current.NodeLabels = map[string]string{"example.com/role": "worker", "node.kubernetes.io/instance-type": "kubenode"}
 	// clone_admin_password empty: each clone makes its own.
 	current.RandomClonePassword = true
-	return map[string]Plan{"2019-config-v2": old, "2022-desktop": desktop, "2025-config-v3": current}
+	return map[string]Plan{"2019-config-v2": old, "2022-desktop": desktop, "2025-config-v3": current, "2025-cluster-api": clusterAPIPlan(t)}
+}
+
+// clusterAPIPlan is a Windows image for Cluster API's bootstrap
+// (bootstrap = "cluster-api"): cloudbase-init, no joiner.
+func clusterAPIPlan(t *testing.T) Plan {
+	p := basePlan(t)
+	firstBoot, err := autounattend.RenderWindowsFirstBoot(autounattend.WindowsFirstBoot{Password: "Clone-Admin-1!", Commands: []string{CloudbaseInitUnattendCommand}})
+	require.NoError(t, err)
+	p.FirstBoot = firstBoot
+	p.InstallJoiner = false
+	p.ClusterAPI = true
+	p.CloudbaseInit = versions.CloudbaseInit
+	p.RandomClonePassword = true
+	return p
 }
 
 func testUploads(p Plan) []Upload {
@@ -105,9 +119,10 @@ func testUploads(p Plan) []Upload {
 	for name, file := range map[string]string{
 		versions.ArtifactKubelet: f.Kubelet, versions.ArtifactKubeadm: f.Kubeadm, versions.ArtifactKubectl: f.Kubectl, versions.ArtifactKubeLogRunner: f.KubeLogRunner,
 		versions.ArtifactContainerd: f.ContainerdTarball, versions.ArtifactCNIPlugins: f.CNITarball, versions.ArtifactJoiner: f.Joiner,
-		versions.ArtifactCrictl: p.crictlFile(),
+		versions.ArtifactCrictl:        p.crictlFile(),
+		versions.ArtifactCloudbaseInit: f.CloudbaseInit,
 	} {
-		if name == versions.ArtifactCrictl && !p.InstallCrictl {
+		if name == versions.ArtifactCrictl && !p.InstallCrictl || name == versions.ArtifactJoiner && !p.InstallJoiner || name == versions.ArtifactCloudbaseInit && !p.ClusterAPI {
 			continue
 		}
 		out = append(out, Upload{Name: name, Local: "/build/" + file, Remote: p.Staging + `\` + file, SHA256: fmt.Sprintf("%064x", len(file))})
@@ -139,6 +154,12 @@ func renderedWindows(t *testing.T) map[string][]byte {
 		}
 		out[fmt.Sprintf("windows/%s/00-verify-artifacts.ps1", name)] = VerifyScript(testUploads(p))
 		out[fmt.Sprintf("windows/%s/00-fetch-artifacts.ps1", name)] = FetchScript(fetchUploads(testUploads(p)))
+		if p.ClusterAPI {
+			service, unattend := p.cloudbaseInitConfigs()
+			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init.conf", name)] = []byte(service.render(p.CloudbaseInit.Version))
+			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init-unattend.conf", name)] = []byte(unattend.render(p.CloudbaseInit.Version))
+			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(windowsKubeletWrapperScript())
+		}
 		// The answer file has its own goldens in autounattend.
 		for _, f := range FirstBootFiles(p) {
 			if f.Path != windowsFirstBootAnswer {
@@ -198,6 +219,14 @@ func TestWindowsScriptsAreCRLFWithABOM(t *testing.T) {
 			continue
 		}
 		s := string(got)
+		if path.Base(name) == "StartKubelet.ps1" {
+			// Written by Set-KubenodeFile and compared as text, which drops a
+			// BOM: no BOM, and ASCII only, which any code page reads alike.
+			assert.True(t, strings.HasPrefix(s, "# kubenode-bake: "), name)
+			assert.False(t, strings.ContainsFunc(s, func(r rune) bool { return r > 127 }), name)
+			assert.Contains(t, s, "$ErrorActionPreference = 'Stop'\r\n", name)
+			continue
+		}
 		assert.True(t, strings.HasPrefix(s, "\uFEFF# kubenode-bake: "), name)
 		// Multi-line literals (config.toml, joiner.yaml) keep LF inside the quotes.
 		assert.Contains(t, s, "$ErrorActionPreference = 'Stop'\r\n", name)

@@ -1,0 +1,319 @@
+package windows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
+	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+)
+
+// Images for Cluster API (bootstrap = "cluster-api") on Windows: Cluster
+// API's kubeadm bootstrap provider (CABPK) hands each machine cloud-init
+// user data that runs `kubeadm join`; on Windows cloudbase-init reads it
+// from the machine's metadata (a config drive or a NoCloud seed) and runs
+// it. The image has no joiner. What cloudbase-init needs and where it
+// runs (kubernetes-sigs/image-builder
+// images/capi/ansible/windows/roles/cloudbase-init; cloudbase-init's own
+// documentation for the configuration keys and class paths):
+//   - the MSI installed silently, the service running as LocalSystem;
+//   - cloudbase-init-unattend.conf, run by sysprep's specialize pass (the
+//     first-boot answer file's command, CloudbaseInitUnattendCommand), and
+//     cloudbase-init.conf, the service's, with the user-data plugin;
+//   - the service started once Windows Setup has finished, from
+//     SetupComplete.cmd, as cloudbase-init's bin\SetSetupComplete.cmd
+//     arranges: started during Setup, a plugin's change can be undone by
+//     Setup. Ours keeps it Manual in the image, and the first-boot
+//     SetupComplete.cmd (sysprep.go) sets it automatic and starts it.
+// The kubelet's service runs a wrapper (windowsKubeletWrapper) that adds
+// the KUBELET_KUBEADM_ARGS kubeadm writes at join, which a service's fixed
+// command line cannot (image-builder's roles/kubernetes tasks/sc.yml says
+// so, and its StartKubelet.ps1 reads the file the same way).
+
+// Guest locations of cloudbase-init and Cluster API.
+const (
+	cloudbaseInitDir     = `C:\Program Files\Cloudbase Solutions\Cloudbase-Init`
+	cloudbaseInitExe     = cloudbaseInitDir + `\Python\Scripts\cloudbase-init.exe`
+	cloudbaseInitConf    = cloudbaseInitDir + `\conf\cloudbase-init.conf`
+	cloudbaseInitUnatt   = cloudbaseInitDir + `\conf\cloudbase-init-unattend.conf`
+	cloudbaseInitLogDir  = cloudbaseInitDir + `\log\`
+	cloudbaseInitScripts = cloudbaseInitDir + `\LocalScripts\`
+	// cloudbaseInitService is the service the MSI installs.
+	cloudbaseInitService = "cloudbase-init"
+	// cloudbaseInitInstallLog is msiexec's verbose log of the install.
+	cloudbaseInitInstallLog = windowsJoinerDir + `\cloudbase-init-install.log`
+	// ClusterAPISentinelDir is where CABPK's Windows bootstrap writes
+	// bootstrap-success.complete once kubeadm join has succeeded.
+	ClusterAPISentinelDir = `C:\run\cluster-api`
+	// windowsKubeletWrapper is the script the kubelet's service runs.
+	windowsKubeletWrapper = units.WindowsKubeDir + `\StartKubelet.ps1`
+	// windowsKubeadmFlags is where kubeadm join writes KUBELET_KUBEADM_ARGS.
+	windowsKubeadmFlags = `C:\var\lib\kubelet\kubeadm-flags.env`
+	// windowsPowerShellExe by full path: a service's environment is not a
+	// logon's.
+	windowsPowerShellExe = `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`
+)
+
+// cloudbase-init's metadata services (cloudbaseinit.metadata.services.*)
+// that kubenode-bake knows, by their class paths.
+const (
+	CloudbaseInitConfigDrive = "cloudbaseinit.metadata.services.configdrive.ConfigDriveService"
+	CloudbaseInitNoCloud     = "cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService"
+)
+
+// CloudbaseInitMetadataServiceNames are the metadata services
+// cloudbase_init_metadata_services may list: the config-drive kinds, which
+// need no network before the node has its address, and the HTTP ones of
+// the clouds cloudbase-init supports.
+var CloudbaseInitMetadataServiceNames = []string{
+	CloudbaseInitConfigDrive,
+	CloudbaseInitNoCloud,
+	"cloudbaseinit.metadata.services.httpservice.HttpService",
+	"cloudbaseinit.metadata.services.ec2service.EC2Service",
+	"cloudbaseinit.metadata.services.maasservice.MaaSHttpService",
+	"cloudbaseinit.metadata.services.azureservice.AzureService",
+	"cloudbaseinit.metadata.services.ovfservice.OvfService",
+	"cloudbaseinit.metadata.services.vmwareguestinfoservice.VMwareGuestInfoService",
+}
+
+// DefaultCloudbaseInitMetadataServices are tried in this order: an
+// OpenStack-style config drive (Proxmox, OpenStack), then a NoCloud seed
+// (label cidata: libvirt, Nutanix, plain QEMU).
+var DefaultCloudbaseInitMetadataServices = []string{CloudbaseInitConfigDrive, CloudbaseInitNoCloud}
+
+// cloudbase-init plugins (cloudbaseinit.plugins.*).
+const (
+	cloudbaseInitUserData      = "cloudbaseinit.plugins.common.userdata.UserDataPlugin"
+	cloudbaseInitMTU           = "cloudbaseinit.plugins.common.mtu.MTUPlugin"
+	cloudbaseInitSetHostName   = "cloudbaseinit.plugins.common.sethostname.SetHostNamePlugin"
+	cloudbaseInitExtendVolumes = "cloudbaseinit.plugins.windows.extendvolumes.ExtendVolumesPlugin"
+	cloudbaseInitLocalScripts  = "cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin"
+)
+
+// cloudbaseInitConfig is one of cloudbase-init's configuration files.
+type cloudbaseInitConfig struct {
+	// LogFile is the log's name in cloudbaseInitLogDir.
+	LogFile          string
+	MetadataServices []string
+	Plugins          []string
+	// Unattend: the run in sysprep's specialize pass, which must neither
+	// restart Windows nor leave the service stopped for Setup.
+	Unattend bool
+}
+
+// Plugins of the specialize pass: the network's MTU and the machine's
+// name, before Windows first starts its network services.
+var cloudbaseInitUnattendPlugins = []string{cloudbaseInitMTU, cloudbaseInitSetHostName}
+
+// Plugins of the service, after Setup: the user data (Cluster API's
+// kubeadm join) last but for local scripts, once the disk is extended.
+var cloudbaseInitServicePlugins = []string{cloudbaseInitMTU, cloudbaseInitSetHostName, cloudbaseInitExtendVolumes, cloudbaseInitUserData, cloudbaseInitLocalScripts}
+
+func (p Plan) cloudbaseInitConfigs() (service, unattend cloudbaseInitConfig) {
+	services := p.CloudbaseInitMetadataServices
+	if len(services) == 0 {
+		services = DefaultCloudbaseInitMetadataServices
+	}
+	return cloudbaseInitConfig{LogFile: "cloudbase-init.log", MetadataServices: services, Plugins: cloudbaseInitServicePlugins},
+		cloudbaseInitConfig{LogFile: "cloudbase-init-unattend.log", MetadataServices: services, Plugins: cloudbaseInitUnattendPlugins, Unattend: true}
+}
+
+// render writes the file in oslo.config's INI form, CRLF-ended.
+func (c cloudbaseInitConfig) render(version string) string {
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	add("# Written by kubenode-bake for cloudbase-init %s (bootstrap = \"cluster-api\").", version)
+	add("[DEFAULT]")
+	add("bsdtar_path=%s", cloudbaseInitDir+`\bin\bsdtar.exe`)
+	add("mtools_path=%s", cloudbaseInitDir+`\bin\`)
+	add("config_drive_cdrom=true")
+	add("config_drive_raw_hhd=true")
+	add("config_drive_vfat=true")
+	add("logdir=%s", cloudbaseInitLogDir)
+	add("logfile=%s", c.LogFile)
+	add("verbose=true")
+	add("logging_serial_port_settings=COM1,115200,N,8")
+	add("local_scripts_path=%s", cloudbaseInitScripts)
+	add("mtu_use_dhcp_config=true")
+	add("ntp_use_dhcp_config=true")
+	add("check_latest_version=false")
+	add("metadata_services=%s", strings.Join(c.MetadataServices, ","))
+	add("plugins=%s", strings.Join(c.Plugins, ","))
+	if c.Unattend {
+		add("allow_reboot=false")
+		add("stop_service_on_exit=false")
+	}
+	return strings.Join(lines, "\r\n") + "\r\n"
+}
+
+// CloudbaseInitUnattendCommand is the first-boot answer file's specialize
+// command in a Cluster API image: cloudbase-init with its unattend
+// configuration, as SYSTEM, before the first logon.
+const CloudbaseInitUnattendCommand = `"` + cloudbaseInitExe + `" --config-file "` + cloudbaseInitUnatt + `"`
+
+// windowsCloudbaseInit installs cloudbase-init from the MSI, writes its
+// two configuration files, keeps its service Manual and stopped in the
+// image, and makes the directory CABPK's bootstrap marks success in.
+func windowsCloudbaseInit(p Plan) []byte {
+	ver := p.CloudbaseInit.Version
+	service, unattend := p.cloudbaseInitConfigs()
+	s := newWinScript("cloudbase-init "+ver+" for Cluster API's bootstrap data, its configuration, its service (Manual until a clone's Setup has finished) and "+ClusterAPISentinelDir,
+		psSetFile, psDirectory, psNative)
+	s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(windowsJoinerDir))
+	s.Line("if (Get-Service -Name %s -ErrorAction SilentlyContinue) {", powershell.Quote(cloudbaseInitService))
+	say(s, "    ", "ok: cloudbase-init installed")
+	s.Line("} else {")
+	s.Line("    # Silent, logged, the service as LocalSystem (no extra local account).")
+	args := []string{"/i", `"` + p.Staging + `\` + p.Files.CloudbaseInit + `"`, "/qn", "/norestart", "/l*v", `"` + cloudbaseInitInstallLog + `"`, "RUN_SERVICE_AS_LOCAL_SYSTEM=1"}
+	s.Line("    $msi = Start-Process -FilePath 'msiexec.exe' -ArgumentList %s -Wait -PassThru", psList(args))
+	s.Line("    if (@(0, %d) -notcontains $msi.ExitCode) {", dismRestartRequired)
+	s.Line("        throw (%s + $msi.ExitCode + %s)", powershell.Quote("msiexec /i "+p.Files.CloudbaseInit+" failed with exit code "), powershell.Quote(": see "+cloudbaseInitInstallLog))
+	s.Line("    }")
+	say(s, "    ", "changed: cloudbase-init "+ver+" installed (log: "+cloudbaseInitInstallLog+")")
+	s.Line("}")
+	s.Line("if (-not (Test-Path -LiteralPath %s -PathType Leaf)) {", powershell.Quote(cloudbaseInitExe))
+	s.Line("    throw %s", powershell.Quote(cloudbaseInitExe+" is missing after the install: is "+p.Files.CloudbaseInit+" cloudbase-init's x64 MSI?"))
+	s.Line("}")
+	s.Blank()
+	s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(cloudbaseInitConf), powershell.Quote(service.render(ver)))
+	s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(cloudbaseInitUnatt), powershell.Quote(unattend.render(ver)))
+	s.Blank()
+	s.Comment("It must not run in the build VM (it would apply the build's metadata to it), nor")
+	s.Comment("during a clone's Setup: the first-boot SetupComplete.cmd sets it automatic and starts it.")
+	s.Line("$service = Get-Service -Name %s", powershell.Quote(cloudbaseInitService))
+	s.Line("if ($service.Status -ne 'Stopped') {")
+	s.Line("    Stop-Service -Name %s -Force", powershell.Quote(cloudbaseInitService))
+	say(s, "    ", "changed: cloudbase-init stopped")
+	s.Line("}")
+	s.Line("if (\"$($service.StartType)\" -eq 'Manual') {")
+	say(s, "    ", "ok: service cloudbase-init starts Manual")
+	s.Line("} else {")
+	native(s, "    ", "sc.exe config "+cloudbaseInitService, "sc.exe", "config", cloudbaseInitService, "start=", "demand")
+	say(s, "    ", "changed: service cloudbase-init starts Manual")
+	s.Line("}")
+	s.Blank()
+	s.Comment("Cluster API's Windows bootstrap writes bootstrap-success.complete here.")
+	s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(ClusterAPISentinelDir))
+	return s.Bytes()
+}
+
+// windowsKubeletWrapperScript is what the kubelet's service runs in a
+// Cluster API image: the kubelet with the image's flags, then the
+// KUBELET_KUBEADM_ARGS of kubeadm-flags.env (later flags win, so kubeadm's
+// and the KubeadmConfigTemplate's kubeletExtraArgs override the image's).
+// kubeadm writes the variable as `KUBELET_KUBEADM_ARGS="--a=b --c=d"`,
+// flags separated by spaces; before the join there is no file and the
+// kubelet runs with the image's flags alone (and fails for want of its
+// configuration, as it does until kubeadm writes it).
+func windowsKubeletWrapperScript() string {
+	argv := units.WindowsKubeletArgs()
+	kubelet := argv[2]
+	s := powershell.New("kubenode-bake: the kubelet with the image's flags and kubeadm's (KUBELET_KUBEADM_ARGS in " + windowsKubeadmFlags + "); the kubelet service runs it")
+	s.Line("$kubeadmArgs = @()")
+	s.Line("if (Test-Path -LiteralPath %s -PathType Leaf) {", powershell.Quote(windowsKubeadmFlags))
+	s.Line("    foreach ($line in Get-Content -LiteralPath %s) {", powershell.Quote(windowsKubeadmFlags))
+	s.Line("        if ($line -match '^\\s*KUBELET_KUBEADM_ARGS=(.*)$') {")
+	s.Line("            $value = $Matches[1].Trim()")
+	s.Line("            if ($value.Length -ge 2 -and $value.StartsWith('\"') -and $value.EndsWith('\"')) {")
+	s.Line("                $value = $value.Substring(1, $value.Length - 2)")
+	s.Line("            }")
+	s.Line("            $kubeadmArgs = @($value -split '\\s+' | Where-Object { $_ })")
+	s.Line("        }")
+	s.Line("    }")
+	s.Line("}")
+	s.Line("$imageArgs = %s", powershell.Array(argv[3:]))
+	s.Comment("The kubelet logs to stderr: no line of it may stop this script (and the service).")
+	s.Line("$ErrorActionPreference = 'Continue'")
+	s.Line("& %s @imageArgs @kubeadmArgs", powershell.Quote(kubelet))
+	s.Line("exit $LASTEXITCODE")
+	// Compared as text by Set-KubenodeFile and the self-check, which read
+	// it without a byte-order mark; it is ASCII.
+	return strings.TrimPrefix(string(s.Bytes()), powershell.UTF8BOM)
+}
+
+// kubeletServiceArgv is the kubelet service's command line: kube-log-runner
+// with the kubelet, or, in a Cluster API image, with the wrapper.
+func (p Plan) kubeletServiceArgv() []string {
+	argv := units.WindowsKubeletArgs()
+	if !p.ClusterAPI {
+		return argv
+	}
+	return append(argv[:2:2], windowsPowerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", windowsKubeletWrapper)
+}
+
+// windowsClusterAPISelfCheck adds the Cluster API checks to the self-check.
+func windowsClusterAPISelfCheck(p Plan) func(*powershell.Script) {
+	service, unattend := p.cloudbaseInitConfigs()
+	ver := p.CloudbaseInit.Version
+	return func(s *powershell.Script) {
+		s.Comment("Cluster API's kubeadm bootstrap (bootstrap = \"cluster-api\"): cloudbase-init, no joiner.")
+		s.Line("Test-KubenodeService -Name %s -StartType 'Manual' -Running $false", powershell.Quote(cloudbaseInitService))
+		s.Line("if (-not (Test-Path -LiteralPath %s -PathType Leaf)) {", powershell.Quote(cloudbaseInitExe))
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote(cloudbaseInitExe+" is missing"))
+		s.Line("}")
+		for _, f := range []struct {
+			path string
+			conf cloudbaseInitConfig
+		}{{cloudbaseInitConf, service}, {cloudbaseInitUnatt, unattend}} {
+			s.Line("if ((Test-Path -LiteralPath %s -PathType Leaf) -and ([System.IO.File]::ReadAllText(%s) -ceq %s)) {",
+				powershell.Quote(f.path), powershell.Quote(f.path), powershell.Quote(f.conf.render(ver)))
+			say(s, "    ", "ok: "+f.path+" (metadata services "+strings.Join(f.conf.MetadataServices, ", ")+")")
+			s.Line("} else {")
+			s.Line("    Add-KubenodeProblem %s", powershell.Quote(f.path+" is missing or not what the bake wrote (metadata_services, plugins)"))
+			s.Line("}")
+		}
+		s.Line("if (Get-Service -Name %s -ErrorAction SilentlyContinue) {", powershell.Quote(units.JoinerServiceName))
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote("service "+units.JoinerServiceName+" is installed (bootstrap = \"cluster-api\" has no joiner)"))
+		s.Line("}")
+		s.Line("if (Test-Path -LiteralPath %s) {", powershell.Quote(units.WindowsJoinerPath))
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote("the joiner "+units.WindowsJoinerPath+" is installed (bootstrap = \"cluster-api\" has none)"))
+		s.Line("}")
+		s.Line("if ((Test-Path -LiteralPath %s -PathType Leaf) -and ([System.IO.File]::ReadAllText(%s) -ceq %s)) {",
+			powershell.Quote(windowsKubeletWrapper), powershell.Quote(windowsKubeletWrapper), powershell.Quote(windowsKubeletWrapperScript()))
+		say(s, "    ", "ok: "+windowsKubeletWrapper)
+		s.Line("} else {")
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote(windowsKubeletWrapper+" is missing or not what the bake wrote"))
+		s.Line("}")
+		s.Line("$kubelet = Get-CimInstance -ClassName Win32_Service -Filter %s", powershell.Quote("Name='"+units.KubeletServiceName+"'"))
+		s.Line("if ($kubelet -and $kubelet.PathName -like %s) {", powershell.Quote("*"+windowsKubeletWrapper+"*"))
+		say(s, "    ", "ok: the kubelet service runs "+windowsKubeletWrapper)
+		s.Line("} else {")
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote("the kubelet service does not run "+windowsKubeletWrapper+", so it would ignore KUBELET_KUBEADM_ARGS"))
+		s.Line("}")
+		s.Line("if (Test-Path -LiteralPath %s -PathType Container) {", powershell.Quote(ClusterAPISentinelDir))
+		say(s, "    ", "ok: "+ClusterAPISentinelDir)
+		s.Line("} else {")
+		s.Line("    Add-KubenodeProblem %s", powershell.Quote(ClusterAPISentinelDir+" is missing (Cluster API's bootstrap writes bootstrap-success.complete there)"))
+		s.Line("}")
+	}
+}
+
+// validateClusterAPI reports the problems of a Cluster API plan, each
+// naming its HCL key.
+func (p Plan) validateClusterAPI() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !p.ClusterAPI {
+		if len(p.CloudbaseInitMetadataServices) > 0 {
+			add(`cloudbase_init_metadata_services: only used with bootstrap = "cluster-api"; remove it, or set bootstrap = "cluster-api"`)
+		}
+		return errs
+	}
+	if p.InstallJoiner {
+		errs = append(errs, errors.New(`install_joiner: bootstrap = "cluster-api" images have no joiner (cloudbase-init runs Cluster API's kubeadm join); remove install_joiner`))
+	}
+	if p.CloudbaseInit.Version == "" || p.Files.CloudbaseInit == "" {
+		add("bootstrap: no cloudbase-init release in the Windows plan")
+	}
+	for i, svc := range p.CloudbaseInitMetadataServices {
+		switch {
+		case !slices.Contains(CloudbaseInitMetadataServiceNames, svc):
+			add("cloudbase_init_metadata_services[%d]: %q is not a metadata service kubenode-bake knows (known: %s)", i, svc, strings.Join(CloudbaseInitMetadataServiceNames, ", "))
+		case slices.Index(p.CloudbaseInitMetadataServices, svc) != i:
+			add("cloudbase_init_metadata_services[%d]: %q is listed twice", i, svc)
+		}
+	}
+	return errs
+}
