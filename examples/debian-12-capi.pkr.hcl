@@ -112,6 +112,10 @@ build {
     bootstrap = "cluster-api"
   }
 
-  # zstd qcow2 in place, its sha256 and kubenode-manifest.json.
-  post-processor "kubenode-export" {}
+  # A zstd qcow2 in place and a KubeVirt containerDisk (an OCI archive of
+  # that qcow2, owned by 107:107), each with its sha256, and
+  # kubenode-manifest.json. Set containerdisk_repository to push it too.
+  post-processor "kubenode-export" {
+    formats = ["qcow2", "containerdisk"]
+  }
 }

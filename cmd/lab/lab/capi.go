@@ -207,7 +207,12 @@ func (n *Node) Sentinel(ctx context.Context, timeout time.Duration) (string, err
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		out, err := n.Guest(ctx, "cat "+SentinelFile)
+		// As Cluster API's KubeVirt provider reads it: as the account its
+		// bootstrap data made, without sudo.
+		if n.ssh == nil {
+			return "", fmt.Errorf("node %s has not been booted", n.Name)
+		}
+		out, err := n.ssh.run(ctx, "cat "+SentinelFile)
 		if err == nil && strings.TrimSpace(out) == "success" {
 			return strings.TrimSpace(out), nil
 		}

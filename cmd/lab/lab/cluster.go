@@ -72,7 +72,7 @@ func (l *Lab) doctor(ctx context.Context) error {
 		return fmt.Errorf("running joiner doctor: %w", err)
 	}
 	if err != nil {
-		l.say("doctor found problems (above); a Linux node with the bridge CNI joins regardless")
+		l.say("doctor found problems (above); a Linux node joins regardless")
 	}
 	return nil
 }

@@ -85,9 +85,13 @@ func TestClusterAPI(t *testing.T) {
 		}
 		require.NotEmpty(t, archive, "the manifest lists a containerdisk output: %s", data)
 		cd := harness.ContainerDiskFromArchive(t, archive)
-		assert.Equal(t, 107, cd.UID)
-		assert.Equal(t, 107, cd.GID)
-		assert.Regexp(t, `^disk/[^/]+\.qcow2$`, cd.Path)
+		var paths []string
+		for _, e := range cd.Entries {
+			paths = append(paths, e.Path)
+			assert.Equal(t, [2]int{107, 107}, [2]int{e.UID, e.GID}, "%s is owned by 107:107 (KubeVirt's qemu user)", e.Path)
+		}
+		assert.Equal(t, []string{"disk", "disk/" + strings.TrimSuffix(filepath.Base(image), ".qcow2") + ".qcow2"}, paths, "one layer: disk/<name>.qcow2 alone")
+		t.Logf("containerDisk %s (%s) imported into containerd: %+v", cd.Ref, cd.Digest, cd.Entries)
 		fromContainerDisk = cd.Disk
 	})
 	require.NotEmpty(t, fromContainerDisk)

@@ -86,7 +86,10 @@ func CloudInitDatasourcesConfig(datasources []string) string {
 	return "# Written by kubenode-bake (bootstrap = \"cluster-api\"): the datasources cloud-init\n" +
 		"# looks for Cluster API's bootstrap data in. It sorts last in cloud.cfg.d, so its\n" +
 		"# datasource_list replaces those of cloud.cfg and of the other files here.\n" +
-		"datasource_list: [ " + strings.Join(datasources, ", ") + " ]\n"
+		"datasource_list: [ " + strings.Join(datasources, ", ") + " ]\n" +
+		"# The VM's name (its datasource's local-hostname) resolves: kubeadm join and sudo\n" +
+		"# look it up, and the image's hosts file holds localhost only.\n" +
+		"manage_etc_hosts: localhost\n"
 }
 
 // shLaterPins defines later_pins, which prints the cloud.cfg.d files
@@ -214,7 +217,8 @@ var linuxInstallerNetwork = []string{
 }
 
 // linuxHosts is /etc/hosts of a Cluster API image, as image-builder's:
-// localhost only, cloud-init and kubeadm add the node's own name.
+// localhost only; cloud-init adds the VM's own name on its first boot
+// (manage_etc_hosts: localhost in LinuxCloudInitDatasourcesFile).
 const linuxHosts = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 
 // linuxResetNetwork has every clone take its network and name from its

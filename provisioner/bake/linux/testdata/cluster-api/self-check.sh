@@ -91,6 +91,9 @@ if [ -f /etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg ] && printf '%s' '# W
 # looks for Cluster API'\''s bootstrap data in. It sorts last in cloud.cfg.d, so its
 # datasource_list replaces those of cloud.cfg and of the other files here.
 datasource_list: [ NoCloud, ConfigDrive, OpenStack, None ]
+# The VM'\''s name (its datasource'\''s local-hostname) resolves: kubeadm join and sudo
+# look it up, and the image'\''s hosts file holds localhost only.
+manage_etc_hosts: localhost
 ' | cmp -s - /etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg; then echo 'ok: /etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg: datasource_list: [ NoCloud, ConfigDrive, OpenStack, None ]'; else problem '/etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg does not hold the bake'\''s datasource_list: [ NoCloud, ConfigDrive, OpenStack, None ]'; fi
 later_pins() { # the cloud.cfg.d files read after /etc/cloud/cloud.cfg.d/99-kubenode-datasources.cfg that set datasource_list
   after=''
