@@ -48,7 +48,7 @@ PACKER_PLUGIN_QEMU_BIN=$CACHE/packer-plugin-qemu/$PACKER_PLUGIN_QEMU_VERSION/pac
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 need_go() {
-  command -v go >/dev/null || { log "Go is not on PATH: install Go 1.25 or newer (https://go.dev/doc/install)"; exit 1; }
+  command -v go >/dev/null || { log "Go is not on PATH: install Go 1.26 or newer (https://go.dev/doc/install)"; exit 1; }
 }
 
 packages() {

@@ -275,7 +275,11 @@ func (o *Options) defaults() error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("lab: %s (make setup joiner build makes them)", strings.Join(missing, "; "))
+		makes := "make setup joiner build"
+		if o.Bootstrap == BootstrapClusterAPI {
+			makes += " capi-render"
+		}
+		return fmt.Errorf("lab: %s (%s makes them)", strings.Join(missing, "; "), makes)
 	}
 	return nil
 }
