@@ -64,16 +64,15 @@ func cacheLabImage(t *testing.T, key, imageDir string) {
 	if _, err := os.Stat(filepath.Join(dst, export.ManifestFile)); err == nil {
 		return
 	}
+	// One image is kept: the other recipes' go (and any copy an
+	// interrupted run left) before this one is copied in.
+	require.NoError(t, os.RemoveAll(cache))
 	require.NoError(t, os.MkdirAll(cache, 0o755))
 	tmp, err := os.MkdirTemp(cache, ".partial-")
 	require.NoError(t, err)
 	defer os.RemoveAll(tmp)
 	out, err := exec.Command("cp", "-a", imageDir+"/.", tmp).CombinedOutput()
 	require.NoError(t, err, "cp: %s", out)
-	old, _ := filepath.Glob(filepath.Join(cache, "*"))
-	for _, o := range old {
-		os.RemoveAll(o)
-	}
 	require.NoError(t, os.Rename(tmp, dst))
 	t.Logf("the lab's image is cached for other tests as %s", dst)
 }
