@@ -174,6 +174,7 @@ func (l *Lab) initializeNodes(ctx context.Context) error {
 			return err
 		}
 		l.say("node %s: %s reads %q", n.Name, SentinelFile, got)
+		found := false
 		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 			if err != nil {
@@ -188,7 +189,7 @@ func (l *Lab) initializeNodes(ctx context.Context) error {
 			if len(kept) == len(node.Spec.Taints) {
 				return nil
 			}
-			n.UninitializedTaintRemoved = true
+			found = true
 			node.Spec.Taints = kept
 			_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 			return err
@@ -196,6 +197,11 @@ func (l *Lab) initializeNodes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("node %s: removing the %s taint: %w", n.Name, UninitializedTaint, err)
 		}
+		if !found {
+			l.say("node %s: no %s taint to remove", n.Name, UninitializedTaint)
+			continue
+		}
+		n.UninitializedTaintRemoved = true
 		l.say("node %s: taint %s:%s removed, as Cluster API's Machine controller would", n.Name, UninitializedTaint, corev1.TaintEffectNoSchedule)
 	}
 	return nil
@@ -218,7 +224,12 @@ func (n *Node) Sentinel(ctx context.Context, timeout time.Duration) (string, err
 		}
 		select {
 		case <-ctx.Done():
-			tail, _ := n.Guest(context.Background(), "tail -n 25 /var/log/cloud-init-output.log")
+			if err == nil {
+				err = fmt.Errorf("it reads %q", strings.TrimSpace(out))
+			}
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			defer cancel()
+			tail, _ := n.Guest(tctx, "tail -n 25 /var/log/cloud-init-output.log")
 			return "", fmt.Errorf("node %s: %s does not read success within %s (%v); cloud-init's output ends:\n%s", n.Name, SentinelFile, timeout, err, tail)
 		case <-time.After(3 * time.Second):
 		}

@@ -143,6 +143,9 @@ func (l *Lab) readManifest() error {
 	if m.Baked == nil {
 		return fmt.Errorf("%s: baked is null: did kubenode-bake run?", l.Manifest)
 	}
+	if b := m.Baked.Bootstrap; b != "" && b != o.Bootstrap {
+		return fmt.Errorf("%s: the image was baked with bootstrap = %q, and the lab runs -bootstrap %s: build it with -bootstrap %s, or boot it with -bootstrap %s", l.Manifest, b, o.Bootstrap, o.Bootstrap, b)
+	}
 	for _, img := range m.Baked.Images {
 		if strings.HasPrefix(img.Name, labimages.WorkloadRepository+":") {
 			l.WorkloadImage = img.Name

@@ -163,7 +163,6 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 		l.onClose("closing the libvirt connection", d.Close)
 		pool := "kubenode-lab-" + l.id
 		if err := d.CreatePool(pool, "/var/lib/libvirt/images/"+pool); err != nil {
-			d.Close()
 			return err
 		}
 		l.onClose("deleting storage pool "+pool+" (virsh pool-destroy/pool-delete/pool-undefine "+pool+")", func() error { return d.DeletePool(pool) })
