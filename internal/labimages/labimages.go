@@ -29,7 +29,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -40,6 +39,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+	"github.com/kubenode/packer-plugin-kubenode/internal/ocilayout"
 )
 
 // WorkloadRepository is where the lab's own images are tagged: a name no
@@ -78,7 +78,7 @@ type Options struct {
 
 // epoch is every file's time in the images: the same inputs give the same
 // digests.
-var epoch = time.Unix(0, 0).UTC()
+var epoch = ocilayout.Epoch
 
 // Build returns the pause image and the busybox image, in that order,
 // building them when the cache holds none for this recipe.
@@ -333,7 +333,7 @@ func writeImage(layer v1.Layer, cfg v1.Config, tag name.Tag, archive string) (Im
 	})); err != nil {
 		return Image{}, fmt.Errorf("writing %s: %w", dir, err)
 	}
-	if err := tarDir(dir, archive); err != nil {
+	if err := ocilayout.Tar(context.Background(), dir, archive); err != nil {
 		return Image{}, err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -344,55 +344,6 @@ func writeImage(layer v1.Layer, cfg v1.Config, tag name.Tag, archive string) (Im
 		return Image{}, err
 	}
 	return Image{Ref: tag.String(), Archive: archive, SHA256: sum, Digest: digest.String()}, nil
-}
-
-// tarDir writes dir's files into a tar at archive, sorted, owned by root
-// and dated epoch, so the same layout gives the same archive.
-func tarDir(dir, archive string) error {
-	var names []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		names = append(names, path)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	f, err := os.Create(archive)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(f)
-	for _, path := range names {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: epoch, Format: tar.FormatPAX, Typeflag: tar.TypeReg, Size: fi.Size()}
-		if fi.IsDir() {
-			h.Name, h.Mode, h.Typeflag, h.Size = h.Name+"/", 0o755, tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if _, err := tw.Write(data); err != nil {
-				return err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 // TemplateVar renders images as the value of a packer template's `images`

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
+	"github.com/kubenode/packer-plugin-kubenode/internal/ocilayout"
 )
 
 // The containerDisk's layer, as KubeVirt reads it: virt-launcher runs QEMU
@@ -50,7 +50,7 @@ const (
 
 // epoch dates every entry of the layer and the archive, and the image's
 // creation: the same disk gives the same digests.
-var epoch = time.Unix(0, 0).UTC()
+var epoch = ocilayout.Epoch
 
 // tagRE is the OCI distribution spec's tag.
 var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
@@ -318,7 +318,7 @@ func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag
 		return nil, fmt.Errorf("writing the OCI layout: %w", err)
 	}
 	tmp := filepath.Join(filepath.Dir(archive), "."+filepath.Base(archive)+".partial")
-	if err := tarDir(ctx, dir, tmp); err != nil {
+	if err := ocilayout.Tar(ctx, dir, tmp); err != nil {
 		os.Remove(tmp)
 		return nil, err
 	}
@@ -331,64 +331,6 @@ func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag
 		return nil, err
 	}
 	return img, nil
-}
-
-// tarDir writes dir's files into a new tar at archive (created 0600),
-// streaming, sorted, owned by root and dated epoch: the same layout gives
-// the same archive.
-func tarDir(ctx context.Context, dir, archive string) error {
-	var names []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		names = append(names, path)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	f, err := os.OpenFile(archive, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
-	for _, path := range names {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: epoch, Typeflag: tar.TypeReg, Size: fi.Size()}
-		if fi.IsDir() {
-			h.Name, h.Mode, h.Typeflag, h.Size = h.Name+"/", 0o755, tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			continue
-		}
-		if err := copyFile(ctx, tw, path); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-func copyFile(ctx context.Context, w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, ctxio.Reader{Ctx: ctx, R: f})
-	return err
 }
 
 // pushContainerDisk pushes img as ref with the docker config's
