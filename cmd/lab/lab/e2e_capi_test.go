@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ func TestClusterAPI(t *testing.T) {
 		KubernetesDir: harness.Kubernetes(t), BaseDisk: harness.BaseDisk(t),
 		Out: testWriter{t},
 	}
-	render := goBuildModule(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"))
+	render := goBuildIn(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"), ".")
 	// The negative control's image first: a cached one when TestEndToEnd
 	// ran with the same recipe, else built here.
 	joinerImage := qcow2Of(t, cachedLabImage(t, base))
@@ -212,18 +211,6 @@ func TestClusterAPI(t *testing.T) {
 	t.Logf("cluster-api figures: image build (qcow2 + containerDisk) %s; boot → Ready: %s (NoCloud, qcow2) %s, %s (ConfigDrive, containerDisk) %s",
 		built.Round(time.Second), l.Nodes[0].Name, l.Nodes[0].BootToReady.Round(100*time.Millisecond),
 		l.Nodes[1].Name, l.Nodes[1].BootToReady.Round(100*time.Millisecond))
-}
-
-// goBuildModule builds the main package of a nested module (its own
-// go.mod) in dir.
-func goBuildModule(t *testing.T, out, dir string) string {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build in %s: %s", dir, b)
-	return out
 }
 
 // qcow2Of is the qcow2 image of an image directory, found through its manifest.

@@ -449,11 +449,18 @@ func ready(n *corev1.Node) bool {
 
 func goBuild(t *testing.T, out, pkg string) string {
 	t.Helper()
+	return goBuildIn(t, out, harness.Root(), pkg)
+}
+
+// goBuildIn builds pkg of the module in dir (a nested module has its own
+// go.mod) into out, static and with -trimpath.
+func goBuildIn(t *testing.T, out, dir, pkg string) string {
+	t.Helper()
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = harness.Root()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build %s: %s", pkg, b)
+	require.NoError(t, err, "go build %s in %s: %s", pkg, dir, b)
 	return out
 }
 
