@@ -2,14 +2,17 @@
 # Builds the Kubernetes binaries kubenode's tests run for real (kubeadm,
 # kubelet, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
 # and etcd, from the Go module proxy, into $KUBENODE_CACHE/kubernetes/<version>/.
-# Only k8s.io/kubernetes v1.33.x builds from the proxy (older staging modules
-# are refused). Cold: ~12 minutes on 2 cores; warm: prints the cache path.
+# k8s.io/kubernetes v1.33 and later build from the proxy (older staging
+# modules are refused). Cold: ~12 minutes on 2 cores; warm: prints the cache
+# path.
 #
-#   scripts/k8s-binaries.sh            builds if needed, prints the directory
+#   scripts/k8s-binaries.sh [vX.Y.Z]   builds if needed (default v1.33.13),
+#                                      prints the directory
 set -euo pipefail
 
-K8S_VERSION=v1.33.13
-STAGING_VERSION=v0.33.13
+K8S_VERSION=${1:-v1.33.13}
+[[ $K8S_VERSION =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "[k8s-binaries] not a release vX.Y.Z: $K8S_VERSION" >&2; exit 2; }
+STAGING_VERSION=v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
 OUT=$CACHE/kubernetes/$K8S_VERSION
 BINARIES=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kubectl)

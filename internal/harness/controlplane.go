@@ -26,6 +26,13 @@ func Kubernetes(t testing.TB) string {
 	return script(t, "k8s-binaries.sh")
 }
 
+// KubernetesRelease is Kubernetes for another release, vX.Y.Z, cached by
+// version beside the default one.
+func KubernetesRelease(t testing.TB, version string) string {
+	t.Helper()
+	return script(t, "k8s-binaries.sh", version)
+}
+
 // ControlPlaneOptions configure StartControlPlane.
 type ControlPlaneOptions struct {
 	BinDir string // from Kubernetes
@@ -376,7 +383,7 @@ func (cp *ControlPlane) api(ctx context.Context, method, path, contentType strin
 // loopback advertiseAddress (it then looks for an interface and fails);
 // the address is only recorded for the placeholder Node, never served on,
 // so a TEST-NET-2 address stands in.
-func kubeadmConfig(port int, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver string) string {
+func kubeadmConfig(version string, port int, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver string) string {
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint: {advertiseAddress: 198.51.100.1, bindPort: %d}
@@ -384,7 +391,7 @@ nodeRegistration: {name: %s, criSocket: unix:///run/containerd/containerd.sock}
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.33.13
+kubernetesVersion: %s
 controlPlaneEndpoint: %s
 certificatesDir: %s
 networking: {serviceSubnet: 10.96.0.0/12}
@@ -395,7 +402,7 @@ cgroupDriver: %s
 # kubeadm would derive this from certificatesDir, this host's scratch
 # directory; every joining node has the CA where kubeadm join writes it.
 authentication: {x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}}
-`, port, nodeName, controlPlaneEndpoint, certificatesDir, cgroupDriver)
+`, port, nodeName, version, controlPlaneEndpoint, certificatesDir, cgroupDriver)
 }
 
 // kubeadmPhases makes the cluster joinable with kubeadm's own phases: the
@@ -405,8 +412,12 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 	o := cp.opts
 	serverURL, _ := url.Parse(o.ServerURL)
 	const placeholder = "kubenode-control-plane"
+	version, err := exec.CommandContext(ctx, filepath.Join(o.BinDir, "kubeadm"), "version", "-o", "short").Output()
+	if err != nil {
+		return fmt.Errorf("kubeadm version: %w", err)
+	}
 	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
-	if err := os.WriteFile(cfg, []byte(kubeadmConfig(o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(kubeadmConfig(strings.TrimSpace(string(version)), o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
 		return fmt.Errorf("kubeadm config: %w", err)
 	}
 	// upload-config kubelet annotates the control-plane Node and waits for

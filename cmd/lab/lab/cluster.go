@@ -109,7 +109,13 @@ func (l *Lab) seed(ctx context.Context) error {
 // node boots.
 func (l *Lab) tokenArgs(n *Node, labelKeys []string) []string {
 	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
-		"--description", "kubenode lab node " + n.Name, "--node-name", n.Name}
+		"--description", "kubenode lab node " + n.Name}
+	if l.opts.JoinSeedOnly {
+		// The clone names itself; the lab knows its Node by this label.
+		args = append(args, "--label", LabVMLabel+"="+n.Name)
+	} else {
+		args = append(args, "--node-name", n.Name)
+	}
 	if l.Manifest != "" {
 		args = append(args, "--image-manifest", l.Manifest)
 	}

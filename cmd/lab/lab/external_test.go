@@ -88,3 +88,31 @@ func TestSeedChecksTheImageAgainstTheCluster(t *testing.T) {
 		"--description", "kubenode lab node kubenode-lab-abc-1", "--node-name", "kubenode-lab-abc-1",
 		"--image-manifest", "/img/kubenode-manifest.json", "--label", "kubenode.io/lab=true"}, l.tokenArgs(n, []string{"kubenode.io/lab"}))
 }
+
+func TestJoinSeedOnlyLetsTheCloneNameItself(t *testing.T) {
+	l := &Lab{opts: Options{JoinSeedOnly: true}, Kubeconfig: "/k/admin.conf"}
+	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso"}
+	args := l.tokenArgs(n, nil)
+	assert.NotContains(t, args, "--node-name")
+	assert.Equal(t, []string{"--label", LabVMLabel + "=kubenode-lab-abc-1"}, args[len(args)-2:])
+	discs, err := l.seedDiscs(n)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/w/seed.iso"}, discs, "no cloud-init seed")
+}
+
+func TestReleasesTemplateVars(t *testing.T) {
+	r := &Releases{Mirrors: map[string]string{"https://github.com": "http://127.0.0.1:1/github.com", "https://dl.k8s.io": "http://127.0.0.1:1/dl.k8s.io"},
+		Containerd: "2.3.7", CNIPlugins: "v1.1.1"}
+	assert.Equal(t, []string{"-var", "cloud_image=/d/base.qcow2", "-var", "cloud_image_checksum=none",
+		"-var", `download_mirrors={"https://dl.k8s.io" = "http://127.0.0.1:1/dl.k8s.io", "https://github.com" = "http://127.0.0.1:1/github.com"}`,
+		"-var", "containerd_version=2.3.7", "-var", "cni_plugins_version=v1.1.1"}, r.templateVars("/d/base.qcow2"))
+}
+
+func TestLabOptionsRefuseWhatCannotWork(t *testing.T) {
+	for want, o := range map[string]Options{
+		"the lab's CNI is for its own control plane": {ClusterCNI: true, Kubeconfig: "/k/config"},
+		"a join seed alone is the joiner's":          {JoinSeedOnly: true, Bootstrap: BootstrapClusterAPI},
+	} {
+		t.Run(want, func(t *testing.T) { assert.ErrorContains(t, o.defaults(), want) })
+	}
+}

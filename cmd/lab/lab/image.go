@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -67,14 +68,19 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		return err
 	}
 	args := []string{"build", "-force", "-color=false",
-		"-var", "base_disk=" + o.BaseDisk,
-		"-var", "kubernetes_dir=" + o.KubernetesDir,
 		"-var", "kubernetes_version=" + version,
 		"-var", "output_directory=" + o.ImageDir,
 		"-var", "accelerator=" + o.Accelerator,
 		"-var", "images=" + labimages.TemplateVar(images),
-		// crictl comes from GitHub; the lab bakes from local files only.
-		"-var", "install_crictl=false",
+	}
+	if r := o.Releases; r != nil {
+		args = append(args, r.templateVars(o.BaseDisk)...)
+	} else {
+		args = append(args,
+			"-var", "base_disk="+o.BaseDisk,
+			"-var", "kubernetes_dir="+o.KubernetesDir,
+			// crictl comes from GitHub; the lab bakes from local files only.
+			"-var", "install_crictl=false")
 	}
 	if o.Bootstrap == BootstrapJoiner {
 		args = append(args, "-var", "joiner="+o.Joiner)
@@ -87,6 +93,40 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	}
 	l.ImageBuild = time.Since(began)
 	return l.readManifest()
+}
+
+// Releases are what the production template installs from release
+// downloads: the Kubernetes release is the one in Options.KubernetesDir,
+// the rest are named here.
+type Releases struct {
+	// Mirrors is kubenode-bake's download_mirrors: the official download
+	// URLs' prefixes and where their upstream layout is served instead.
+	Mirrors    map[string]string
+	Containerd string // containerd_version
+	CNIPlugins string // cni_plugins_version
+}
+
+// templateVars are the production template's variables for a build from
+// these releases, with disk (a local qcow2) standing in for the cloud image.
+func (r *Releases) templateVars(disk string) []string {
+	keys := make([]string, 0, len(r.Mirrors))
+	for k := range r.Mirrors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var mirrors []string
+	for _, k := range keys {
+		mirrors = append(mirrors, fmt.Sprintf("%q = %q", k, r.Mirrors[k]))
+	}
+	args := []string{"-var", "cloud_image=" + disk, "-var", "cloud_image_checksum=none",
+		"-var", "download_mirrors={" + strings.Join(mirrors, ", ") + "}"}
+	if r.Containerd != "" {
+		args = append(args, "-var", "containerd_version="+r.Containerd)
+	}
+	if r.CNIPlugins != "" {
+		args = append(args, "-var", "cni_plugins_version="+r.CNIPlugins)
+	}
+	return args
 }
 
 // labImages builds (or takes from the cache) the images the lab's nodes

@@ -67,6 +67,21 @@ type Options struct {
 	// Nodes is how many VMs boot from the image, side by side, each with
 	// its own join seed (default 1).
 	Nodes int
+	// Releases builds the production template (default
+	// examples/debian-12-cloud-node.pkr.hcl) from release downloads,
+	// containerd's tarball path, instead of the lab's template from local
+	// files and Debian's containerd; BaseDisk stands in for its cloud image.
+	Releases *Releases
+	// JoinSeedOnly boots each joiner node with its join seed disc alone:
+	// no cloud-init seed names it or lets the lab in, so its host name,
+	// and the node name the joiner gives it, are the clone's own. The lab
+	// finds its Node by the label LabVMLabel and reads nothing over SSH.
+	JoinSeedOnly bool
+	// ClusterCNI deploys, before the nodes boot, a CNI of the lab's own as
+	// a cluster's CNI would come: a DaemonSet of the lab's busybox image
+	// that writes a bridge configuration on each node. For images baked
+	// with cni = "none".
+	ClusterCNI bool
 	// ReadyTimeout bounds the wait from boot to a Ready, labelled Node
 	// (default 20m: TCG is slow).
 	ReadyTimeout time.Duration
@@ -136,6 +151,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 			{"libvirtd", l.libvirtd},
 			{"image", l.buildImage},
 			{"cluster", l.cluster},
+			{"cni", l.clusterCNI},
 			{"doctor", l.doctor},
 			{"seed", l.seed},
 			{"boot", l.boot},
@@ -219,6 +235,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Template == "" {
 		o.Template = filepath.Join(o.Root, "examples", "debian-12-node.pkr.hcl")
+		if o.Releases != nil {
+			o.Template = filepath.Join(o.Root, "examples", "debian-12-cloud-node.pkr.hcl")
+		}
 		if o.Bootstrap == BootstrapClusterAPI {
 			o.Template = filepath.Join(o.Root, "examples", "debian-12-capi.pkr.hcl")
 		}
@@ -246,6 +265,12 @@ func (o *Options) defaults() error {
 		}
 	default:
 		return fmt.Errorf("lab: -bootstrap %q: want %s or %s", o.Bootstrap, BootstrapJoiner, BootstrapClusterAPI)
+	}
+	if o.ClusterCNI && o.Kubeconfig != "" {
+		return fmt.Errorf("lab: the lab's CNI is for its own control plane: %s %s is a cluster with a CNI of its own", KubeconfigFlag, o.Kubeconfig)
+	}
+	if o.JoinSeedOnly && o.Bootstrap != BootstrapJoiner {
+		return fmt.Errorf("lab: a join seed alone is the joiner's bootstrap; -bootstrap %s needs its datasource disc", o.Bootstrap)
 	}
 	if len(o.NodeDisks) > o.Nodes {
 		return fmt.Errorf("lab: %d node disks for %d nodes", len(o.NodeDisks), o.Nodes)

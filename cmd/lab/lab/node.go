@@ -27,6 +27,10 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 )
 
+// LabVMLabel names, on a node booted with Options.JoinSeedOnly, the VM it
+// runs in (the label its join seed asks for).
+const LabVMLabel = "kubenode.io/lab-vm"
+
 // guestUser is the account the image was built with (examples/debian-12-node.pkr.hcl).
 const guestUser = "kubenode"
 
@@ -70,7 +74,7 @@ func (n *Node) SSHUser() string {
 // returns its combined output.
 func (n *Node) Guest(ctx context.Context, command string) (string, error) {
 	if n.ssh == nil {
-		return "", fmt.Errorf("node %s has not been booted", n.Name)
+		return "", fmt.Errorf("no SSH into node %s: not booted yet, or booted with its join seed alone", n.Name)
 	}
 	return n.ssh.run(ctx, "sudo sh -c "+shellQuote(command))
 }
@@ -244,13 +248,17 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 		return err
 	}
 	n.started = time.Now()
-	n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), user: n.SSHUser(), key: v.key}
-	how := "join seed disc"
+	how, login := "join seed disc", fmt.Sprintf("ssh -i %s -p %d %s@127.0.0.1", v.keyFile, n.SSHPort, n.SSHUser())
+	if o.JoinSeedOnly {
+		how, login = "join seed disc alone", "no SSH (no cloud-init seed lets the lab in)"
+	} else {
+		n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), user: n.SSHUser(), key: v.key}
+	}
 	if n.Datasource != "" {
 		how = "Cluster API bootstrap data on a " + n.Datasource + " disc"
 	}
-	l.say("node %s booting (%s, 2 vCPU, 2048 MiB, %s) from an overlay on %s with its %s; ssh -i %s -p %d %s@127.0.0.1; serial console %s",
-		vm, o.Accelerator, n.GuestIP, filepath.Base(disk), how, v.keyFile, n.SSHPort, n.SSHUser(), n.SerialLog)
+	l.say("node %s booting (%s, 2 vCPU, 2048 MiB, %s) from an overlay on %s with its %s; %s; serial console %s",
+		vm, o.Accelerator, n.GuestIP, filepath.Base(disk), how, login, n.SerialLog)
 	return nil
 }
 
@@ -266,6 +274,9 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 			return nil, err
 		}
 		return []string{iso}, autounattend.WriteISOFile(iso, disc)
+	}
+	if l.opts.JoinSeedOnly {
+		return []string{n.seedISO}, nil
 	}
 	cidata, err := autounattend.LinuxSeed(autounattend.Linux{
 		Flavor: autounattend.FlavorCloudInit, Hostname: n.Name, Username: guestUser,
@@ -371,6 +382,21 @@ func (l *Lab) showJoinerLog(ctx context.Context, n *Node, seen map[*Node]int) {
 
 // nodeState is a one-line account of the node, "Ready, labelled" once done.
 func (l *Lab) nodeState(ctx context.Context, client kubernetes.Interface, node *Node) string {
+	if l.opts.JoinSeedOnly && node.VMName == node.Name {
+		// Its name is the clone's own: find it by the label its seed asks for.
+		found, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabVMLabel + "=" + node.VMName})
+		if err != nil {
+			return "not registered yet (" + shortErr(err) + ")"
+		}
+		if len(found.Items) == 0 {
+			return "not registered yet (no Node labelled " + LabVMLabel + "=" + node.VMName + ")"
+		}
+		if len(found.Items) > 1 {
+			return fmt.Sprintf("%d Nodes labelled %s=%s", len(found.Items), LabVMLabel, node.VMName)
+		}
+		node.Name = found.Items[0].Name
+		l.say("VM %s registered as node %s (the name the clone gave itself)", node.VMName, node.Name)
+	}
 	n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
 		if node.ssh != nil && !node.ssh.reachable() {

@@ -27,7 +27,8 @@ type JobResult struct {
 	PodIP string
 	// Output is what its container printed, read from the node's container
 	// log over SSH (the API server cannot reach a kubelet behind QEMU user
-	// networking, so `kubectl logs` cannot either).
+	// networking, so `kubectl logs` cannot either); on a node with no SSH
+	// (Options.JoinSeedOnly), the termination message it wrote.
 	Output string
 	// ReadyToSucceeded is the time from the node's Ready to the Job's
 	// completion.
@@ -50,6 +51,9 @@ func (l *Lab) runJobs(ctx context.Context) error {
 	// The Jobs' output is read over SSH: first let each clone finish its
 	// first boot (cloud-init), and say how it ended.
 	for _, n := range l.Nodes {
+		if n.ssh == nil {
+			continue // booted with its join seed alone: no SSH, no cloud-init seed
+		}
 		if status, err := n.CloudInit(ctx, 5*time.Minute); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err() // interrupted: no verdict on cloud-init
@@ -101,7 +105,9 @@ func ProbeJob(node, image string) *batchv1.Job {
 						Name:            "probe",
 						Image:           image,
 						ImagePullPolicy: corev1.PullNever,
-						Command:         []string{"/bin/sh", "-c", `echo "kubenode-lab probe: node=$NODE_NAME pod=$(hostname) ip=$POD_IP"`},
+						// Printed, and written where the kubelet reads the
+						// container's termination message for the Pod's status.
+						Command: []string{"/bin/sh", "-c", `line="kubenode-lab probe: node=$NODE_NAME pod=$(hostname) ip=$POD_IP"; echo "$line"; echo "$line" > /dev/termination-log`},
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
@@ -135,6 +141,11 @@ func (l *Lab) waitJob(ctx context.Context, client kubernetes.Interface, n *Node,
 			r.Pod, r.PodIP = pod.Name, pod.Status.PodIP
 			if pod.Spec.NodeName != n.Name {
 				return r, fmt.Errorf("job %s: its Pod ran on %q, not on %s", name, pod.Spec.NodeName, n.Name)
+			}
+			if n.ssh == nil {
+				// No SSH: what it printed, as the kubelet reported it.
+				r.Output = terminationMessage(pod)
+				return r, nil
 			}
 			out, err := n.Guest(ctx, fmt.Sprintf("cat /var/log/pods/%s_%s_%s/probe/0.log", JobNamespace, pod.Name, pod.UID))
 			if err != nil {
@@ -185,6 +196,16 @@ func (l *Lab) jobPod(ctx context.Context, client kubernetes.Interface, job strin
 		}
 	}
 	return p, strings.Join(parts, "; ")
+}
+
+// terminationMessage is the message the Pod's first container ended with.
+func terminationMessage(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return strings.TrimSpace(t.Message)
+		}
+	}
+	return ""
 }
 
 // CRILogText is the text of a container log in the CRI format the

@@ -31,3 +31,27 @@ func TestProbeJobRunsOnceOnItsNodeWithThePreloadedImage(t *testing.T) {
 	assert.Equal(t, corev1.PullNever, c.ImagePullPolicy, "no registry: only what the image holds")
 	assert.Equal(t, "probe", c.Name, "its log is read at /var/log/pods/<ns>_<pod>_<uid>/probe/0.log")
 }
+
+func TestProbeJobWritesItsLineAsTheTerminationMessage(t *testing.T) {
+	c := ProbeJob("n", "img").Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Command[2], `echo "$line" > /dev/termination-log`, "read from the Pod's status where there is no SSH")
+	assert.Empty(t, c.TerminationMessagePath, "the default, /dev/termination-log")
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Message: "kubenode-lab probe: node=n pod=p ip=10.86.3.2\n"}}}}}}
+	assert.Equal(t, "kubenode-lab probe: node=n pod=p ip=10.86.3.2", terminationMessage(p))
+	assert.Empty(t, terminationMessage(&corev1.Pod{}))
+}
+
+func TestCNIDaemonSetRunsOnEveryNodeBeforeItHasANetwork(t *testing.T) {
+	ds := CNIDaemonSet("localhost/kubenode-lab/busybox:1.35.0")
+	pod := ds.Spec.Template.Spec
+	assert.True(t, pod.HostNetwork, "no pod network before the CNI")
+	assert.Equal(t, []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, pod.Tolerations, "NotReady and tainted nodes too")
+	c := pod.Containers[0]
+	assert.Equal(t, corev1.PullNever, c.ImagePullPolicy)
+	assert.Equal(t, "/host/etc/cni/net.d", c.VolumeMounts[0].MountPath)
+	assert.Equal(t, "/etc/cni/net.d", pod.Volumes[0].HostPath.Path)
+	assert.Contains(t, c.Command[2], `"type": "bridge"`)
+	assert.Contains(t, c.Command[2], `mv "$f.tmp" "$f"`, "containerd never reads a half-written config")
+	assert.Equal(t, ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
+}
