@@ -24,6 +24,10 @@ type Facts struct {
 	// joiner) or "cluster-api" (cloud-init runs Cluster API's kubeadm
 	// bootstrap data). Empty in the records of earlier bakes.
 	Bootstrap string `json:"bootstrap,omitempty"`
+	// Unlisted are the bake's warnings for versions whose minor is not in
+	// its version table (allow_unlisted_version), each naming the row
+	// whose facts it took. Absent when every version is in the table.
+	Unlisted []string `json:"unlisted,omitempty"`
 	// Checksums are the sha256 of each artifact uploaded, by name.
 	Checksums map[string]string `json:"checksums"`
 	// Images are the images the bake preloaded into containerd's k8s.io

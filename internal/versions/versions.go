@@ -22,29 +22,40 @@ import (
 // Versions are releases, vX.Y.Z for Kubernetes and the CNI plugins, X.Y.Z
 // for containerd. Pre-releases (v1.35.0-rc.1, 2.2.0-beta.0) are refused:
 // kubeadm's default pause image and the kubelet's flags of a minor are
-// settled at its release, which the row describes.
+// settled at its release, which the row describes. A release of a minor
+// the table lacks is refused too, unless the lookup is given
+// AllowUnlisted(true): then it takes the facts of the nearest row, and the
+// release says which (Unlisted, Warning).
 //
 // Sources, per column:
 //   - Kubernetes PauseImage: k8s.io/kubernetes cmd/kubeadm/app/constants
 //     PauseVersion on each release branch, read at v1.30.4 and v1.30.14
 //     (3.9), v1.31.0 and v1.31.14, v1.32.2 and v1.32.13, v1.33.13 (3.10),
-//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1).
+//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1), v1.36.0 (3.10.2).
 //   - PodInfraContainerImageFlag: pkg/kubelet/config/flags.go (deprecated,
 //     "will be removed in 1.35" from v1.32; from v1.34 the value is
 //     ignored; gone in v1.35, whose kubeadm removes it from
 //     kubeadm-flags.env on upgrade: cmd/kubeadm/app/cmd/phases/upgrade/
 //     postupgrade.go, kubernetes/kubeadm#3108) and
 //     cmd/kubeadm/app/phases/kubelet/flags.go (kubeadm join writes it up to
-//     v1.34).
+//     v1.34). At v1.36.0 neither the kubelet nor kubeadm names the flag
+//     outside postupgrade.go's removal.
 //   - ContainerdConfigVersions: containerd RELEASES.md "Kubernetes Support"
 //     (v1.30 to v1.33: 2.1.0+, 2.0.x, 1.7.x; v1.34: 2.1.3+, 2.0.6+, 1.7.28+;
-//     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36 lists 2.x only).
+//     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36: 2.3.0+, 2.2.0+, read at
+//     containerd v2.3.7).
 //   - containerd ConfigVersion and the CRI section names:
 //     kubernetes-sigs/image-builder ansible/windows/roles/runtimes/templates/config.toml
-//     (version 3 from 2.0); CNIBinDirs: containerd/containerd#11311 (2.1).
+//     (version 3 from 2.0). containerd 2.3 introduces version 4 (server
+//     settings moved into plugins) and migrates versions 2 and 3 on start
+//     (containerd v2.3.7 RELEASES.md "Daemon Configuration",
+//     cmd/containerd/server/config/config.go migrations); the bake writes
+//     3 for every 2.x. CNIBinDirs: containerd/containerd#11311 (2.1; still
+//     bin_dirs in v2.3.7 internal/cri/config/config.go).
 //     RuncVersion: the runc of containerd's script/setup/runc-version on
 //     the minor's release branch (1.7.27: v1.2.5, 2.0.14: v1.3.6, 2.1.4:
-//     v1.3.0, 2.2.9: v1.3.6), or a later patch release of that runc minor.
+//     v1.3.0, 2.2.9: v1.3.6, 2.3.7: v1.5.2), or a later patch release of
+//     that runc minor.
 //   - CNI plugins: every v1 release ships the plugins and the
 //     cni-plugins-<os>-amd64-<version>.tgz assets the bake installs, and
 //     speaks CNI spec 1.0.0, the bridge config's cniVersion.
@@ -87,7 +98,31 @@ type KubernetesMinor struct {
 type KubernetesRelease struct {
 	// Version is the release, vX.Y.Z.
 	Version string
+	// Unlisted is the release's minor where the table lacks it (allowed
+	// by AllowUnlisted); the KubernetesMinor is then the nearest row's.
+	Unlisted string
 	KubernetesMinor
+}
+
+// Warning says whose facts an unlisted release takes; "" for a listed one.
+func (k KubernetesRelease) Warning() string {
+	if k.Unlisted == "" {
+		return ""
+	}
+	flag := "a kubelet without --pod-infra-container-image"
+	if k.PodInfraContainerImageFlag {
+		flag = "a kubelet with --pod-infra-container-image"
+	}
+	return unlistedWarning("kubernetes_version", k.Version, k.Unlisted, k.Minor,
+		fmt.Sprintf("pause image %s, %s, containerd config versions %s", k.PauseImage, flag, joinInts(k.ContainerdConfigVersions)))
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // ContainerdMinor is what holds for every patch release of a containerd
@@ -95,7 +130,8 @@ type KubernetesRelease struct {
 type ContainerdMinor struct {
 	// Minor is "<major>.<minor>".
 	Minor string
-	// ConfigVersion of config.toml: 2 for containerd 1.x, 3 for 2.x.
+	// ConfigVersion of the config.toml the bake writes: 2 for containerd
+	// 1.x, 3 for 2.x (2.3 reads 3 and migrates it to its version 4).
 	ConfigVersion int
 	// CNIBinDirs: the CRI CNI section takes `bin_dirs` (a list), which
 	// replaces the deprecated `bin_dir` (containerd 2.1+).
@@ -107,7 +143,23 @@ type ContainerdMinor struct {
 type ContainerdRelease struct {
 	// Version is the release, X.Y.Z.
 	Version string
+	// Unlisted is the release's minor where the table lacks it (allowed
+	// by AllowUnlisted); the ContainerdMinor is then the nearest row's.
+	Unlisted string
 	ContainerdMinor
+}
+
+// Warning says whose facts an unlisted release takes; "" for a listed one.
+func (c ContainerdRelease) Warning() string {
+	if c.Unlisted == "" {
+		return ""
+	}
+	cni := "CNI bin_dir"
+	if c.CNIBinDirs {
+		cni = "CNI bin_dirs"
+	}
+	return unlistedWarning("containerd_version", c.Version, c.Unlisted, c.Minor,
+		fmt.Sprintf("config version %d, %s, runc %s", c.ConfigVersion, cni, c.RuncVersion))
 }
 
 // CNIPluginsMajor is a major release series of containernetworking/plugins.
@@ -120,6 +172,19 @@ type CNIPluginsMajor struct {
 type CNIPluginsRelease struct {
 	// Version is the release, vX.Y.Z.
 	Version string
+	// Unlisted is the release's major where the table lacks it (allowed
+	// by AllowUnlisted); Major is the row whose facts it takes.
+	Unlisted string
+	Major    string
+}
+
+// Warning says whose facts an unlisted release takes; "" for a listed one.
+func (c CNIPluginsRelease) Warning() string {
+	if c.Unlisted == "" {
+		return ""
+	}
+	return unlistedWarning("cni_plugins_version", c.Version, c.Unlisted, c.Major,
+		"the cni-plugins-<os>-amd64-<version>.tgz assets, CNI spec 1.0.0")
 }
 
 // WindowsRelease is a Windows Server release a Windows node runs.
@@ -166,12 +231,14 @@ var (
 		{Minor: "v1.33", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
 		{Minor: "v1.34", PauseImage: UpstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
 		{Minor: "v1.35", PauseImage: UpstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3}},
+		{Minor: "v1.36", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3}},
 	}
 	ContainerdMinors = []ContainerdMinor{
 		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6"},
 		{Minor: "2.0", ConfigVersion: 3, RuncVersion: "v1.3.6"},
 		{Minor: "2.1", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
 		{Minor: "2.2", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.6"},
+		{Minor: "2.3", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.5.2"},
 	}
 	CNIPluginsMajors = []CNIPluginsMajor{
 		{Major: "v1"},
@@ -224,10 +291,33 @@ func lookup[R any](key, version string, rows []R, id func(R) string) (R, error) 
 // with an optional leading v (checked separately), nothing after.
 var releaseVersion = regexp.MustCompile(`^(v?)(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
 
+// LookupOption changes how a release version is looked up.
+type LookupOption func(*lookupOptions)
+
+type lookupOptions struct{ allowUnlisted bool }
+
+// AllowUnlisted, when allow is true, lets a release of a minor (a major for
+// the CNI plugins) the table lacks through: it takes the facts of the
+// nearest row, the newest row older than it or else the oldest, and its
+// Unlisted field names the minor asked for. Pre-releases stay refused.
+func AllowUnlisted(allow bool) LookupOption {
+	return func(o *lookupOptions) { o.allowUnlisted = allow }
+}
+
+func lookupOpts(opts []LookupOption) lookupOptions {
+	var o lookupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // lookupRelease finds the row of a release version: the row whose id is
 // the version's major.minor (series "minor") or major (series "major").
-// prefix is "v" where the project writes its versions with a v.
-func lookupRelease[R any](key, version, prefix, series string, rows []R, id func(R) string) (R, error) {
+// prefix is "v" where the project writes its versions with a v. With
+// allowUnlisted, a series the table lacks gets the nearest row and is
+// returned as unlisted.
+func lookupRelease[R any](key, version, prefix, series string, rows []R, id func(R) string, allowUnlisted bool) (row R, unlisted string, err error) {
 	var zero R
 	var known []string
 	for _, r := range rows {
@@ -237,11 +327,11 @@ func lookupRelease[R any](key, version, prefix, series string, rows []R, id func
 	m := releaseVersion.FindStringSubmatch(version)
 	switch {
 	case m == nil && releaseVersion.MatchString(strings.SplitN(version, "-", 2)[0]):
-		return zero, fmt.Errorf("%s: %q is a pre-release; kubenode-bake installs releases only; allowed: %s", key, version, allowed)
+		return zero, "", fmt.Errorf("%s: %q is a pre-release; kubenode-bake installs releases only; allowed: %s", key, version, allowed)
 	case m == nil:
-		return zero, fmt.Errorf("%s: %q is not a release version %sX.Y.Z; allowed: %s", key, version, prefix, allowed)
+		return zero, "", fmt.Errorf("%s: %q is not a release version %sX.Y.Z; allowed: %s", key, version, prefix, allowed)
 	case m[1] != prefix:
-		return zero, fmt.Errorf("%s: %q: write it %s (releases are %sX.Y.Z); allowed: %s", key, version, prefix+strings.TrimPrefix(version, "v"), prefix, allowed)
+		return zero, "", fmt.Errorf("%s: %q: write it %s (releases are %sX.Y.Z); allowed: %s", key, version, prefix+strings.TrimPrefix(version, "v"), prefix, allowed)
 	}
 	want := prefix + m[2]
 	if series == "minor" {
@@ -249,48 +339,75 @@ func lookupRelease[R any](key, version, prefix, series string, rows []R, id func
 	}
 	for _, r := range rows {
 		if id(r) == want {
-			return r, nil
+			return r, "", nil
 		}
 	}
-	return zero, fmt.Errorf("%s: %s is a release of %s, which is not in kubenode-bake's version table; allowed: %s", key, version, want, allowed)
+	if allowUnlisted {
+		return nearest(want, rows, id), want, nil
+	}
+	return zero, "", fmt.Errorf("%s: %s is a release of %s, which is not in kubenode-bake's version table; allowed: %s, or any release with allow_unlisted_version = true (the bake then takes the nearest row's facts)",
+		key, version, want, allowed)
+}
+
+// nearest is the row whose facts a series the table lacks takes: the newest
+// row older than it, or the oldest row if every row is newer. rows are
+// oldest first.
+func nearest[R any](series string, rows []R, id func(R) string) R {
+	r := rows[0]
+	for _, row := range rows {
+		if CompareVersions(id(row), series) < 0 {
+			r = row
+		}
+	}
+	return r
+}
+
+// unlistedWarning says that version's series is not in the table and whose
+// facts it takes.
+func unlistedWarning(key, version, unlisted, row, facts string) string {
+	return fmt.Sprintf("%s %s: %s is not in kubenode-bake's version table; using %s's facts (%s)", key, version, unlisted, row, facts)
 }
 
 // LookupKubernetes finds a Kubernetes release: any patch release vX.Y.Z of
 // a minor in the table ("" is the default).
-func LookupKubernetes(v string) (KubernetesRelease, error) {
+func LookupKubernetes(v string, opts ...LookupOption) (KubernetesRelease, error) {
 	if v == "" {
 		v = Defaults.Kubernetes
 	}
-	m, err := lookupRelease("kubernetes_version", v, "v", "minor", KubernetesMinors, func(r KubernetesMinor) string { return r.Minor })
+	m, unlisted, err := lookupRelease("kubernetes_version", v, "v", "minor", KubernetesMinors, func(r KubernetesMinor) string { return r.Minor },
+		lookupOpts(opts).allowUnlisted)
 	if err != nil {
 		return KubernetesRelease{}, err
 	}
-	return KubernetesRelease{Version: v, KubernetesMinor: m}, nil
+	return KubernetesRelease{Version: v, Unlisted: unlisted, KubernetesMinor: m}, nil
 }
 
 // LookupContainerd finds a containerd release: any patch release X.Y.Z of a
 // minor in the table ("" is the default).
-func LookupContainerd(v string) (ContainerdRelease, error) {
+func LookupContainerd(v string, opts ...LookupOption) (ContainerdRelease, error) {
 	if v == "" {
 		v = Defaults.Containerd
 	}
-	m, err := lookupRelease("containerd_version", v, "", "minor", ContainerdMinors, func(r ContainerdMinor) string { return r.Minor })
+	m, unlisted, err := lookupRelease("containerd_version", v, "", "minor", ContainerdMinors, func(r ContainerdMinor) string { return r.Minor },
+		lookupOpts(opts).allowUnlisted)
 	if err != nil {
 		return ContainerdRelease{}, err
 	}
-	return ContainerdRelease{Version: v, ContainerdMinor: m}, nil
+	return ContainerdRelease{Version: v, Unlisted: unlisted, ContainerdMinor: m}, nil
 }
 
 // LookupCNIPlugins finds a CNI plugins release: any release vX.Y.Z of a
 // major in the table ("" is the default).
-func LookupCNIPlugins(v string) (CNIPluginsRelease, error) {
+func LookupCNIPlugins(v string, opts ...LookupOption) (CNIPluginsRelease, error) {
 	if v == "" {
 		v = Defaults.CNIPlugins
 	}
-	if _, err := lookupRelease("cni_plugins_version", v, "v", "major", CNIPluginsMajors, func(r CNIPluginsMajor) string { return r.Major }); err != nil {
+	m, unlisted, err := lookupRelease("cni_plugins_version", v, "v", "major", CNIPluginsMajors, func(r CNIPluginsMajor) string { return r.Major },
+		lookupOpts(opts).allowUnlisted)
+	if err != nil {
 		return CNIPluginsRelease{}, err
 	}
-	return CNIPluginsRelease{Version: v}, nil
+	return CNIPluginsRelease{Version: v, Unlisted: unlisted, Major: m.Major}, nil
 }
 
 // LookupWindows finds a Windows Server release by year ("" is the newest).
@@ -434,7 +551,9 @@ func CompareVersions(a, b string) int {
 // >= 1.27 for Kubernetes >= 1.27); each row is the Kubernetes minor and the
 // newest cri-tools release of the same minor, which a build installs when
 // `crictl_version` is unset. Read from the repository's release tags
-// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0). Downloads:
+// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0), and v1.36.0 as
+// the Go module proxy serves sigs.k8s.io/cri-tools@v1.36.0 (its go.mod
+// requires k8s.io/cri-api v0.36.0). Downloads:
 // crictl-<v>-<os>-amd64.tar.gz (crictl or crictl.exe alone) with a
 // .sha256 beside it holding the bare digest (cri-tools hack/release.sh).
 type CrictlRow struct {
@@ -448,6 +567,24 @@ type CrictlRow struct {
 type CrictlRelease struct {
 	// Version is the release, vX.Y.Z.
 	Version string
+	// Unlisted is the cri-tools minor asked for where the table lacks it
+	// (allowed by AllowUnlisted), or, with crictl_version unset, the
+	// unlisted Kubernetes minor; Minor is then the nearest row's.
+	Unlisted string
+	Minor    string
+}
+
+// Warning says which row an unlisted release stands on; "" for a listed one.
+func (c CrictlRelease) Warning() string {
+	switch {
+	case c.Unlisted == "":
+		return ""
+	case strings.HasPrefix(c.Version, c.Unlisted+"."):
+		return unlistedWarning("crictl_version", c.Version, c.Unlisted, c.Minor, "the crictl-<version>-<os>-amd64.tar.gz release assets")
+	default:
+		return fmt.Sprintf("crictl_version unset: Kubernetes %s is not in kubenode-bake's version table; installing %s's cri-tools release %s (crictl_version sets another)",
+			c.Unlisted, c.Minor, c.Version)
+	}
 }
 
 var CrictlRows = []CrictlRow{
@@ -457,24 +594,29 @@ var CrictlRows = []CrictlRow{
 	{Minor: "v1.33", Version: "v1.33.0"},
 	{Minor: "v1.34", Version: "v1.34.0"},
 	{Minor: "v1.35", Version: "v1.35.0"},
+	{Minor: "v1.36", Version: "v1.36.0"},
 }
 
 // LookupCrictl finds the crictl release to install: v, any release vX.Y.Z
 // of a cri-tools minor in the table, or with v empty the row of the
 // Kubernetes release's minor.
-func LookupCrictl(v string, k KubernetesRelease) (CrictlRelease, error) {
+// An unlisted Kubernetes release (k.Unlisted) takes the crictl of the row
+// whose facts it takes.
+func LookupCrictl(v string, k KubernetesRelease, opts ...LookupOption) (CrictlRelease, error) {
 	if v == "" {
 		for _, r := range CrictlRows {
 			if r.Minor == k.Minor {
-				return CrictlRelease{Version: r.Version}, nil
+				return CrictlRelease{Version: r.Version, Unlisted: k.Unlisted, Minor: r.Minor}, nil
 			}
 		}
 		return CrictlRelease{}, fmt.Errorf("crictl_version: the version table has no cri-tools release for Kubernetes %s; set crictl_version, or install_crictl = false", k.Minor)
 	}
-	if _, err := lookupRelease("crictl_version", v, "v", "minor", CrictlRows, func(r CrictlRow) string { return r.Minor }); err != nil {
+	r, unlisted, err := lookupRelease("crictl_version", v, "v", "minor", CrictlRows, func(r CrictlRow) string { return r.Minor },
+		lookupOpts(opts).allowUnlisted)
+	if err != nil {
 		return CrictlRelease{}, err
 	}
-	return CrictlRelease{Version: v}, nil
+	return CrictlRelease{Version: v, Unlisted: unlisted, Minor: r.Minor}, nil
 }
 
 // LinuxArtifact is crictl's linux/amd64 release tarball.

@@ -86,13 +86,16 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 	for _, tc := range []struct {
 		version, minor, pause string
 		podInfraFlag          bool
+		containerd            []int
 	}{
-		{"v1.30.14", "v1.30", "3.9", true},
-		{"v1.31.0", "v1.31", "3.10", true},
-		{"v1.32.9", "v1.32", "3.10", true},
-		{"v1.33.13", "v1.33", "3.10", true},
-		{"v1.34.3", "v1.34", "3.10.1", true},
-		{"v1.35.4", "v1.35", "3.10.1", false},
+		{"v1.30.14", "v1.30", "3.9", true, []int{2, 3}},
+		{"v1.31.0", "v1.31", "3.10", true, []int{2, 3}},
+		{"v1.32.9", "v1.32", "3.10", true, []int{2, 3}},
+		{"v1.33.13", "v1.33", "3.10", true, []int{2, 3}},
+		{"v1.34.3", "v1.34", "3.10.1", true, []int{2, 3}},
+		{"v1.35.4", "v1.35", "3.10.1", false, []int{2, 3}},
+		// containerd recommends 2.3.0+ and 2.2.0+ only for v1.36.
+		{"v1.36.0", "v1.36", "3.10.2", false, []int{3}},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			k, err := LookupKubernetes(tc.version)
@@ -101,10 +104,12 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 			assert.Equal(t, tc.minor, k.Minor)
 			assert.Equal(t, "registry.k8s.io/pause:"+tc.pause, k.PauseImage)
 			assert.Equal(t, tc.podInfraFlag, k.PodInfraContainerImageFlag)
-			assert.Equal(t, []int{2, 3}, k.ContainerdConfigVersions, "containerd 1.7 and 2.x are recommended for every minor from v1.30 to v1.35")
+			assert.Equal(t, tc.containerd, k.ContainerdConfigVersions)
+			assert.Empty(t, k.Unlisted)
+			assert.Empty(t, k.Warning())
 		})
 	}
-	assert.Len(t, KubernetesMinors, 6, "a new row gets its facts asserted here")
+	assert.Len(t, KubernetesMinors, 7, "a new row gets its facts asserted here")
 }
 
 func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
@@ -120,6 +125,7 @@ func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
 		{"2.1.4", 3, true, "v1.3.0"},
 		{"2.1.5", 3, true, "v1.3.0"},
 		{"2.2.1", 3, true, "v1.3.6"},
+		{"2.3.7", 3, true, "v1.5.2"},
 	} {
 		c, err := LookupContainerd(tc.version)
 		require.NoError(t, err, tc.version)
@@ -138,8 +144,8 @@ func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
 // Unknown minors, pre-releases and misspelt versions are refused, each
 // error naming its key and what is allowed.
 func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
-	knownK8s := "any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35"
-	knownCtr := "any release X.Y.Z of the minor releases 1.7, 2.0, 2.1, 2.2"
+	knownK8s := "any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35, v1.36"
+	knownCtr := "any release X.Y.Z of the minor releases 1.7, 2.0, 2.1, 2.2, 2.3"
 	knownCNI := "any release vX.Y.Z of the major releases v1"
 	for _, tc := range []struct {
 		lookup func(string) error
@@ -147,7 +153,8 @@ func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
 		want   string
 	}{
 		{kubernetes, "v1.20.0", `kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: ` + knownK8s},
-		{kubernetes, "v1.36.1", `kubernetes_version: v1.36.1 is a release of v1.36, which is not in kubenode-bake's version table; allowed: ` + knownK8s},
+		{kubernetes, "v1.37.1", `kubernetes_version: v1.37.1 is a release of v1.37, which is not in kubenode-bake's version table; allowed: ` + knownK8s +
+			", or any release with allow_unlisted_version = true"},
 		{kubernetes, "v1.35.0-rc.1", `kubernetes_version: "v1.35.0-rc.1" is a pre-release; kubenode-bake installs releases only; allowed: ` + knownK8s},
 		{kubernetes, "1.33.13", `kubernetes_version: "1.33.13": write it v1.33.13 (releases are vX.Y.Z); allowed: ` + knownK8s},
 		{kubernetes, "v1.33", `kubernetes_version: "v1.33" is not a release version vX.Y.Z; allowed: ` + knownK8s},
@@ -162,6 +169,84 @@ func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
 		err := tc.lookup(tc.value)
 		require.Error(t, err, tc.value)
 		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// With AllowUnlisted, a release of a series the table lacks takes the
+// nearest row's facts and says so; what is not a release stays refused.
+func TestLookupsAllowUnlisted(t *testing.T) {
+	allow := AllowUnlisted(true)
+	newestK8s := KubernetesMinors[len(KubernetesMinors)-1]
+	for _, tc := range []struct {
+		version, unlisted string
+		row               KubernetesMinor
+	}{
+		{"v1.99.2", "v1.99", newestK8s},
+		{"v2.0.0", "v2.0", newestK8s},
+		{"v1.20.0", "v1.20", KubernetesMinors[0]},
+		{"v0.99.0", "v0.99", KubernetesMinors[0]},
+	} {
+		k, err := LookupKubernetes(tc.version, allow)
+		require.NoError(t, err, tc.version)
+		assert.Equal(t, KubernetesRelease{Version: tc.version, Unlisted: tc.unlisted, KubernetesMinor: tc.row}, k)
+		assert.Equal(t, "kubernetes_version "+tc.version+": "+tc.unlisted+" is not in kubenode-bake's version table; using "+tc.row.Minor+"'s facts (pause image "+tc.row.PauseImage, k.Warning()[:strings.Index(k.Warning(), ",")])
+	}
+	k, err := LookupKubernetes("v1.99.2", allow)
+	require.NoError(t, err)
+	assert.Contains(t, k.Warning(), "a kubelet without --pod-infra-container-image, containerd config versions 3)")
+
+	newestCtr := ContainerdMinors[len(ContainerdMinors)-1]
+	c, err := LookupContainerd("9.4.1", allow)
+	require.NoError(t, err)
+	assert.Equal(t, ContainerdRelease{Version: "9.4.1", Unlisted: "9.4", ContainerdMinor: newestCtr}, c)
+	assert.Equal(t, "containerd_version 9.4.1: 9.4 is not in kubenode-bake's version table; using "+newestCtr.Minor+"'s facts (config version 3, CNI bin_dirs, runc "+newestCtr.RuncVersion+")", c.Warning())
+	// Between two rows: the older row's facts.
+	c, err = LookupContainerd("1.8.0", allow)
+	require.NoError(t, err)
+	assert.Equal(t, "1.7", c.Minor)
+	assert.Contains(t, c.Warning(), "using 1.7's facts (config version 2, CNI bin_dir, runc ")
+
+	n, err := LookupCNIPlugins("v2.0.0", allow)
+	require.NoError(t, err)
+	assert.Equal(t, CNIPluginsRelease{Version: "v2.0.0", Unlisted: "v2", Major: "v1"}, n)
+	assert.Contains(t, n.Warning(), "cni_plugins_version v2.0.0: v2 is not in kubenode-bake's version table; using v1's facts")
+
+	newestCrictl := CrictlRows[len(CrictlRows)-1]
+	cr, err := LookupCrictl("v1.99.0", KubernetesRelease{}, allow)
+	require.NoError(t, err)
+	assert.Equal(t, CrictlRelease{Version: "v1.99.0", Unlisted: "v1.99", Minor: newestCrictl.Minor}, cr)
+	assert.Contains(t, cr.Warning(), "crictl_version v1.99.0: v1.99 is not in kubenode-bake's version table; using "+newestCrictl.Minor+"'s facts")
+	// crictl_version unset: the row of the minor the Kubernetes release
+	// takes its facts from.
+	cr, err = LookupCrictl("", k)
+	require.NoError(t, err)
+	assert.Equal(t, newestCrictl.Version, cr.Version)
+	assert.Equal(t, "crictl_version unset: Kubernetes v1.99 is not in kubenode-bake's version table; installing "+newestCrictl.Minor+"'s cri-tools release "+newestCrictl.Version+" (crictl_version sets another)", cr.Warning())
+
+	// Listed releases carry no warning, with the option or without.
+	for _, opts := range [][]LookupOption{{allow}, {AllowUnlisted(false)}, nil} {
+		k, err := LookupKubernetes(newestK8s.Minor+".3", opts...)
+		require.NoError(t, err)
+		assert.Empty(t, k.Warning())
+		c, err := LookupContainerd(newestCtr.Minor+".0", opts...)
+		require.NoError(t, err)
+		assert.Empty(t, c.Warning())
+		cr, err := LookupCrictl("", k, opts...)
+		require.NoError(t, err)
+		assert.Empty(t, cr.Warning())
+	}
+	// Unlisted only when allowed.
+	require.Error(t, errOf(LookupKubernetes("v1.99.2", AllowUnlisted(false))))
+	require.Error(t, errOf(LookupCrictl("v1.99.0", KubernetesRelease{})))
+	// Pre-releases and misspellings are refused still.
+	for _, err := range []error{
+		errOf(LookupKubernetes("v1.99.0-rc.1", allow)),
+		errOf(LookupKubernetes("1.99.0", allow)),
+		errOf(LookupContainerd("2.4.0-beta.0", allow)),
+		errOf(LookupCrictl("v1.99", KubernetesRelease{}, allow)),
+		errOf(LookupCNIPlugins("v2.0.0-rc1", allow)),
+	} {
+		assert.Error(t, err)
 	}
 }
 

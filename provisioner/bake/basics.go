@@ -12,7 +12,7 @@ func (c *Config) prepareBasics() []error {
 	if c.CrictlVersion == "" {
 		return nil
 	}
-	if _, err := versions.LookupCrictl(c.CrictlVersion, versions.KubernetesRelease{}); err != nil {
+	if _, err := versions.LookupCrictl(c.CrictlVersion, versions.KubernetesRelease{}, c.unlisted()); err != nil {
 		return []error{err}
 	}
 	return nil
@@ -24,7 +24,7 @@ func (c *Config) crictl(k8s versions.KubernetesRelease) (versions.CrictlRelease,
 	if c.InstallCrictl != nil && !*c.InstallCrictl {
 		return versions.CrictlRelease{}, false, nil
 	}
-	r, err := versions.LookupCrictl(c.CrictlVersion, k8s)
+	r, err := versions.LookupCrictl(c.CrictlVersion, k8s, c.unlisted())
 	return r, err == nil, err
 }
 
@@ -40,7 +40,7 @@ func crictlSummary(version string) string {
 // self-check compares) and adds crictl's artifact.
 func (c *Config) linuxBasics(plan *linux.Plan, k8s versions.KubernetesRelease, arts []versions.Artifact) ([]versions.Artifact, error) {
 	if c.ContainerdSource == "tarball" {
-		ctr, err := versions.LookupContainerd(c.ContainerdVersion)
+		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
 		if err != nil {
 			return nil, err
 		}

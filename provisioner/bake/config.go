@@ -44,13 +44,13 @@ type Config struct {
 	// (`uname -s` answers on Linux).
 	GuestOS string `mapstructure:"guest_os_type"`
 	// Kubernetes release of the kubelet, kubeadm and kubectl, `vX.Y.Z`: any
-	// patch release of a minor in the version table (v1.30 to v1.35; see
+	// patch release of a minor in the version table (v1.30 to v1.36; see
 	// docs/bake.md); pre-releases are refused. The bake checks on the guest
 	// that the kubelet and kubeadm it installs report this version. Default
 	// `v1.33.13`.
 	KubernetesVersion string `mapstructure:"kubernetes_version"`
 	// containerd release, `X.Y.Z` without a `v`: any patch release of a
-	// minor in the version table (1.7, 2.0, 2.1, 2.2). Default `2.1.4`.
+	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3). Default `2.1.4`.
 	// Linux with `containerd_source = "package"` uses the distribution's
 	// containerd instead.
 	ContainerdVersion string `mapstructure:"containerd_version"`
@@ -71,6 +71,15 @@ type Config struct {
 	// for `kubernetes_version`'s minor (cri-tools makes one minor per
 	// Kubernetes minor).
 	CrictlVersion string `mapstructure:"crictl_version"`
+	// Accept a `kubernetes_version`, `containerd_version`,
+	// `crictl_version` or `cni_plugins_version` release whose minor (major
+	// for the CNI plugins) is not in the version table. The bake then takes
+	// the facts of the nearest minor in the table (the newest one older than
+	// it, for a minor newer than every row the newest row) and warns,
+	// naming the version asked for and the minor whose facts it uses.
+	// Pre-releases are refused still. Default false: such a release is
+	// refused.
+	AllowUnlistedVersion bool `mapstructure:"allow_unlisted_version"`
 	// Install crictl: `/usr/bin/crictl` on Linux, `crictl.exe` beside
 	// containerd (with its `crictl.yaml`) on Windows, from the official
 	// release or `artifacts`/`artifacts_dir` like the other artifacts.
@@ -413,7 +422,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = c.registryMirrorWarnings()
+	c.warnings = append(c.versionWarnings(), c.registryMirrorWarnings()...)
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}

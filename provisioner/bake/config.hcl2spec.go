@@ -25,6 +25,7 @@ type FlatConfig struct {
 	CNIPluginsVersion             *string              `mapstructure:"cni_plugins_version" cty:"cni_plugins_version" hcl:"cni_plugins_version"`
 	PauseImage                    *string              `mapstructure:"pause_image" cty:"pause_image" hcl:"pause_image"`
 	CrictlVersion                 *string              `mapstructure:"crictl_version" cty:"crictl_version" hcl:"crictl_version"`
+	AllowUnlistedVersion          *bool                `mapstructure:"allow_unlisted_version" cty:"allow_unlisted_version" hcl:"allow_unlisted_version"`
 	InstallCrictl                 *bool                `mapstructure:"install_crictl" cty:"install_crictl" hcl:"install_crictl"`
 	Images                        []FlatImageArchive   `mapstructure:"images" cty:"images" hcl:"images"`
 	PullImages                    []string             `mapstructure:"pull_images" cty:"pull_images" hcl:"pull_images"`
@@ -88,6 +89,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"cni_plugins_version":              &hcldec.AttrSpec{Name: "cni_plugins_version", Type: cty.String, Required: false},
 		"pause_image":                      &hcldec.AttrSpec{Name: "pause_image", Type: cty.String, Required: false},
 		"crictl_version":                   &hcldec.AttrSpec{Name: "crictl_version", Type: cty.String, Required: false},
+		"allow_unlisted_version":           &hcldec.AttrSpec{Name: "allow_unlisted_version", Type: cty.Bool, Required: false},
 		"install_crictl":                   &hcldec.AttrSpec{Name: "install_crictl", Type: cty.Bool, Required: false},
 		"images":                           &hcldec.BlockListSpec{TypeName: "images", Nested: hcldec.ObjectSpec((*FlatImageArchive)(nil).HCL2Spec())},
 		"pull_images":                      &hcldec.AttrSpec{Name: "pull_images", Type: cty.List(cty.String), Required: false},

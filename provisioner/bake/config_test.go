@@ -229,7 +229,7 @@ func TestPrepareRefusesUnknownVersions(t *testing.T) {
 // on either guest OS, with the default containerd and CNI plugins; the
 // release asked for is the one installed.
 func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
-	for _, v := range []string{"v1.30.14", "v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4"} {
+	for _, v := range []string{"v1.30.14", "v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4", "v1.36.0"} {
 		for _, guest := range []string{"linux", "windows", ""} {
 			var c Config
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": v}), "%s on %q", v, guest)
@@ -247,10 +247,99 @@ func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": joiner}), "%s, install_joiner = %t", m.Minor, joiner)
 		}
 	}
-	for _, v := range []string{"1.7.27", "2.0.7", "2.1.4", "2.2.1"} {
+	for _, v := range []string{"1.7.27", "2.0.7", "2.1.4", "2.2.1", "2.3.7"} {
 		var c Config
 		require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.34.3", "containerd_version": v, "cni_plugins_version": "v1.7.1"}), v)
 	}
+}
+
+// `packer validate` takes kubernetes_version = "v1.36.0" with containerd
+// 2.3, and refuses containerd 1.7 for it (containerd recommends 2.2.0+ and
+// 2.3.0+ only); the table's crictl for it is v1.36.0.
+func TestPrepareAcceptsKubernetes136(t *testing.T) {
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.36.0", "containerd_version": "2.3.7"}))
+	assert.Empty(t, c.warnings, "v1.36 and 2.3 are in the table")
+	plan, arts, err := c.linuxPlan()
+	require.NoError(t, err)
+	assert.Equal(t, "v1.36.0", plan.KubernetesVersion)
+	assert.Equal(t, "registry.k8s.io/pause:3.10.2", plan.PauseImage)
+	assert.Equal(t, "v1.36.0", plan.CrictlVersion)
+	assert.Equal(t, "2.3.7", plan.ContainerdVersion)
+	assert.True(t, slices.ContainsFunc(arts, func(a versions.Artifact) bool { return strings.Contains(a.URL, "/runc/releases/download/v1.5.2/") }), "containerd 2.3's runc")
+
+	var old Config
+	err = old.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.36.0", "containerd_version": "1.7.27"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "containerd_version: containerd 1.7.27 is not recommended for Kubernetes v1.36 (config version 2); use a release of 2.0, 2.1, 2.2, 2.3")
+}
+
+// allow_unlisted_version lets releases of minors the table lacks through
+// `packer validate`, on the nearest row's facts, with a warning naming
+// both; without it they are refused, the error naming the key.
+func TestPrepareAllowUnlistedVersion(t *testing.T) {
+	newest := versions.KubernetesMinors[len(versions.KubernetesMinors)-1]
+	newestCtr := versions.ContainerdMinors[len(versions.ContainerdMinors)-1]
+	newestCrictl := versions.CrictlRows[len(versions.CrictlRows)-1]
+	raw := map[string]any{"kubernetes_version": "v1.99.2", "containerd_version": "9.4.1", "crictl_version": "v1.99.0"}
+
+	var refused Config
+	err := refused.Prepare(raw, map[string]any{"download_cache_dir": t.TempDir()})
+	require.Error(t, err)
+	for _, want := range []string{
+		"kubernetes_version: v1.99.2 is a release of v1.99, which is not in kubenode-bake's version table; allowed: ",
+		"containerd_version: 9.4.1 is a release of 9.4, which is not in kubenode-bake's version table; allowed: ",
+		"crictl_version: v1.99.0 is a release of v1.99, which is not in kubenode-bake's version table; allowed: ",
+		"or any release with allow_unlisted_version = true",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	for _, guest := range []string{"linux", "windows"} {
+		var c Config
+		require.NoError(t, c.Prepare(raw, map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "allow_unlisted_version": true}), guest)
+		assert.Equal(t, []string{
+			"kubernetes_version v1.99.2: v1.99 is not in kubenode-bake's version table; using " + newest.Minor + "'s facts (pause image " + newest.PauseImage +
+				", a kubelet without --pod-infra-container-image, containerd config versions 3)",
+			"containerd_version 9.4.1: 9.4 is not in kubenode-bake's version table; using " + newestCtr.Minor + "'s facts (config version 3, CNI bin_dirs, runc " + newestCtr.RuncVersion + ")",
+			"crictl_version v1.99.0: v1.99 is not in kubenode-bake's version table; using " + newestCrictl.Minor + "'s facts (the crictl-<version>-<os>-amd64.tar.gz release assets)",
+		}, c.warnings, guest)
+	}
+
+	// The release asked for is the one installed, on the row's facts.
+	var c Config
+	require.NoError(t, c.Prepare(raw, map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "allow_unlisted_version": true}))
+	plan, arts, err := c.linuxPlan()
+	require.NoError(t, err)
+	assert.Equal(t, "v1.99.2", plan.KubernetesVersion)
+	assert.Equal(t, newest.PauseImage, plan.PauseImage)
+	assert.Equal(t, "9.4.1", plan.ContainerdVersion)
+	assert.Equal(t, "v1.99.0", plan.CrictlVersion)
+	assert.Contains(t, arts[0].URL, "/release/v1.99.2/")
+
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	var w Config
+	require.NoError(t, w.Prepare(raw, map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", "allow_unlisted_version": true}))
+	wplan, _, err := w.windowsPlan(win)
+	require.NoError(t, err)
+	assert.Equal(t, "v1.99.2", wplan.Kubernetes.Version)
+	assert.Equal(t, newest.Minor, wplan.Kubernetes.Minor)
+	assert.Equal(t, newestCtr.Minor, wplan.Containerd.Minor)
+
+	// crictl_version unset: the row the Kubernetes release stands on.
+	var d Config
+	require.NoError(t, d.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.99.2", "allow_unlisted_version": true}))
+	assert.Contains(t, d.warnings, "crictl_version unset: Kubernetes v1.99 is not in kubenode-bake's version table; installing "+newestCrictl.Minor+"'s cri-tools release "+newestCrictl.Version+" (crictl_version sets another)")
+	dplan, _, err := d.linuxPlan()
+	require.NoError(t, err)
+	assert.Equal(t, newestCrictl.Version, dplan.CrictlVersion)
+
+	// Pre-releases stay refused.
+	var pre Config
+	err = pre.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.99.0-rc.1", "allow_unlisted_version": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `kubernetes_version: "v1.99.0-rc.1" is a pre-release`)
 }
 
 // The combinations the table says do not work fail `packer validate`,

@@ -284,7 +284,7 @@ func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.
 		return nil, err
 	}
 	plan.Images, plan.RegistryHosts = im, hosts
-	k8s, err := versions.LookupKubernetes(c.KubernetesVersion)
+	k8s, err := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
 	if err != nil {
 		return nil, err
 	}

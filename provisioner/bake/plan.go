@@ -20,7 +20,7 @@ import (
 // linuxPlan turns the configuration into the Linux plan and the artifacts
 // it needs.
 func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
-	k8s, err := versions.LookupKubernetes(c.KubernetesVersion)
+	k8s, err := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
 	if err != nil {
 		return linux.Plan{}, nil, err
 	}
@@ -44,11 +44,11 @@ func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
 	}
 	arts := k8s.LinuxArtifacts()
 	if c.ContainerdSource == "tarball" {
-		ctr, err := versions.LookupContainerd(c.ContainerdVersion)
+		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
 		if err != nil {
 			return linux.Plan{}, nil, err
 		}
-		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion)
+		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
 		if err != nil {
 			return linux.Plan{}, nil, err
 		}
@@ -85,9 +85,9 @@ func (c *Config) joinerConfig(criSocket string) ([]byte, error) {
 // windowsPlan turns the configuration into the Windows plan for the
 // guest's release and the artifacts it needs.
 func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versions.Artifact, error) {
-	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion)
-	ctr, errC := versions.LookupContainerd(c.ContainerdVersion)
-	cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion)
+	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
+	ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
+	cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
 	if err := errors.Join(errK, errC, errN); err != nil {
 		return windows.Plan{}, nil, err
 	}

@@ -99,6 +99,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 		return err
 	}
 	rec.Facts.Bootstrap = c.Bootstrap
+	rec.Facts.Unlisted = c.versionWarnings()
 	facts := rec.Facts
 	if err := baked.Write(c.PackerBuildName, rec); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
@@ -142,6 +143,7 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 		return err
 	}
 	facts.Bootstrap = c.Bootstrap
+	facts.Unlisted = c.versionWarnings()
 	if err := baked.Write(c.PackerBuildName, baked.Record{Facts: facts, OS: guest}); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}

@@ -112,3 +112,36 @@ func TestProvisionWindowsClusterAPI(t *testing.T) {
 	assert.Equal(t, "cluster-api", rec.Facts.Bootstrap, "recorded for the manifest")
 	assert.Empty(t, rec.Facts.Joiner)
 }
+
+// With allow_unlisted_version, a bake of a Kubernetes minor the table lacks
+// warns in the UI, naming the version and the row whose facts it takes,
+// installs the version asked for, and records the warning for the manifest.
+func TestProvisionWarnsOfAnUnlistedVersion(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	newest := versions.KubernetesMinors[len(versions.KubernetesMinors)-1]
+	dir := t.TempDir()
+	var p Provisioner
+	require.NoError(t, p.Prepare(map[string]any{
+		"guest_os_type": "windows", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"packer_build_name": "win-unlisted", "kubernetes_version": "v1.99.2", "allow_unlisted_version": true,
+	}))
+	_, arts, err := p.config.windowsPlan(win)
+	require.NoError(t, err)
+	for _, a := range arts {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName), []byte("local "+a.Name), 0o644))
+	}
+	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
+	g := guesttest.NewWindows()
+	g.Build = fmt.Sprint(win.Build)
+	ui := guesttest.NewUI()
+	require.NoError(t, p.Provision(context.Background(), ui, g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+	warning := "kubernetes_version v1.99.2: v1.99 is not in kubenode-bake's version table; using " + newest.Minor + "'s facts (pause image "
+	assert.Contains(t, ui.Err.String(), "kubenode-bake: warning: "+warning)
+	rec, err := baked.Take("win-unlisted")
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, "v1.99.2", rec.Facts.Kubernetes)
+	require.NotEmpty(t, rec.Facts.Unlisted)
+	assert.Contains(t, rec.Facts.Unlisted[0], warning)
+}

@@ -40,6 +40,36 @@ func (c *Config) validateNode() []error {
 	return errs
 }
 
+// unlisted is the lookup option of allow_unlisted_version.
+func (c *Config) unlisted() versions.LookupOption {
+	return versions.AllowUnlisted(c.AllowUnlistedVersion)
+}
+
+// versionWarnings say, for each version the table lacks and
+// allow_unlisted_version lets through, whose facts the bake takes. Call it
+// after the versions are validated.
+func (c *Config) versionWarnings() []string {
+	var ws []string
+	add := func(w string, err error) {
+		if err == nil && w != "" {
+			ws = append(ws, w)
+		}
+	}
+	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
+	add(k8s.Warning(), errK)
+	if c.ContainerdSource == "tarball" || c.GuestOS == "windows" {
+		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
+		add(ctr.Warning(), err)
+		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
+		add(cni.Warning(), err)
+	}
+	if errK == nil && (c.InstallCrictl == nil || *c.InstallCrictl) {
+		cr, err := versions.LookupCrictl(c.CrictlVersion, k8s, c.unlisted())
+		add(cr.Warning(), err)
+	}
+	return ws
+}
+
 // validateVersions looks the three versions up in the table and checks that
 // the releases work together: containerd's config version with the
 // Kubernetes minor (containerd's recommendations), and a kubelet flag the
@@ -47,9 +77,9 @@ func (c *Config) validateNode() []error {
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
 // the defaults are set.
 func (c *Config) validateVersions() []error {
-	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion)
-	ctr, errC := versions.LookupContainerd(c.ContainerdVersion)
-	_, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion)
+	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
+	ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
+	_, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
 	var errs []error
 	for _, err := range []error{errK, errC, errN} {
 		if err != nil {

@@ -34,8 +34,8 @@ import (
 // allowDeprecated and allowExperimental false. In v1.30.14 v1beta4 is
 // experimental ("experimental API spec ... is not allowed") and v1beta3
 // the current API; from v1.31 v1beta4 is the current API and v1beta3 is
-// deprecated but still read, with a warning (read at v1.33.13 and
-// v1.35.4). The v1beta3 types at v1.30.14 and at v1.33.13, which this
+// deprecated but still read, with a warning (read at v1.33.13, v1.35.4
+// and v1.36.0). The v1beta3 types at v1.30.14 and at v1.33.13, which this
 // module builds with, are the same. v1beta3 is kubeadm's API from v1.22.
 type KubeadmAPI struct {
 	GroupVersion schema.GroupVersion

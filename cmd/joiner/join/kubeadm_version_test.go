@@ -28,6 +28,8 @@ func TestKubeadmVersionPicksTheAPIFromTheBinary(t *testing.T) {
 		{"v1.30.14", "kubeadm.k8s.io/v1beta3"},
 		{"v1.31.0", "kubeadm.k8s.io/v1beta4"},
 		{"v1.33.13", "kubeadm.k8s.io/v1beta4"},
+		// v1.36.0's kubeadm still reads v1beta4 as its current API.
+		{"v1.36.0", "kubeadm.k8s.io/v1beta4"},
 	} {
 		t.Run(tc.prints, func(t *testing.T) {
 			path := fakeKubeadm(t, t.TempDir(), `[ "$*" = "version -o short" ] || exit 2; echo `+tc.prints)

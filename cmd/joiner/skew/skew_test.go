@@ -30,6 +30,8 @@ func TestCheckImage(t *testing.T) {
 	}{
 		{image: "v1.33.1", server: "v1.33.13"},
 		{image: "1.33.0", server: "v1.33.13"},
+		{image: "v1.36.0", server: "v1.36.0"},
+		{image: "v1.36.0", server: "v1.35.4", want: []string{"the image's kubelet v1.36.0 cannot join a v1.35.4 control plane"}},
 		// kubeadm older than the control plane.
 		{image: "v1.32.4", server: "v1.33.13", want: []string{"the image's kubeadm v1.32.4 cannot join a v1.33.13 control plane"}},
 		// kubelet newer than the control plane.

@@ -113,7 +113,7 @@ state = ''C:\ProgramData\containerd\state''
   address = ''\\.\pipe\containerd-containerd''
 
 [plugins.''io.containerd.cri.v1.images''.pinned_images]
-  sandbox = "registry.k8s.io/pause:3.10.1"
+  sandbox = "registry.k8s.io/pause:3.10.2"
 
 [plugins.''io.containerd.cri.v1.runtime''.cni]
   bin_dirs = [''c:/opt/cni/bin'']
