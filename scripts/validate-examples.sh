@@ -3,7 +3,9 @@
 # then `packer validate` every examples/*.pkr.hcl with the real packer and
 # this plugin (installed into a private plugin directory). Templates that need
 # local files get stand-ins, passed only for the variables they declare:
-# validation checks that the files exist, never reads them.
+# validation checks that the files exist, never reads them. A cloud image
+# by URL is replaced by the stand-in disk too: packer validate would fetch
+# its checksum file (`file:https://...`), which needs the network.
 #
 #   scripts/validate-examples.sh PLUGIN_BINARY
 set -euo pipefail
@@ -20,6 +22,8 @@ declare -A standin=(
   [kubernetes_dir]="$tmp/kubernetes"
   [joiner]="$tmp/kubenode-joiner"
   [joiner_windows]="$tmp/kubenode-joiner.exe"
+  [cloud_image]="$tmp/base.qcow2"
+  [cloud_image_checksum]=none
 )
 
 export PACKER_PLUGIN_PATH=$tmp/plugins PACKER_CHECKPOINT_DISABLE=1

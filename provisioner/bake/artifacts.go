@@ -36,6 +36,7 @@ import (
 func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.Artifact) ([]versions.Artifact, error) {
 	var errs *packersdk.MultiError
 	out := make([]versions.Artifact, 0, len(arts))
+	told := map[string]bool{} // the download_mirrors prefixes the UI named
 	for _, a := range arts {
 		var verified string // the published sha256 the download was checked against
 		local, err := c.localArtifact(a)
@@ -43,6 +44,14 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 			if a.URL == "" {
 				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
 			} else {
+				var used []string
+				a, used = c.mirrored(a)
+				for _, prefix := range used {
+					if !told[prefix] {
+						told[prefix] = true
+						ui.Say(fmt.Sprintf("kubenode-bake: download_mirrors: %s/... is downloaded from %s/...", prefix, c.DownloadMirrors[prefix]))
+					}
+				}
 				if local, verified, err = c.download(ctx, ui, a); err == nil {
 					afterDownload(local)
 				}
@@ -184,7 +193,11 @@ func (b *idleBody) Close() error {
 
 // download fetches a.URL into the cache, keyed by its published checksum,
 // through the configured proxy; it returns the cached file and the
-// published sha256 the file was verified against.
+// published sha256 the file was verified against. a's URLs are the final
+// ones, download_mirrors applied. The cache is content-addressed
+// (<sha256>/<file name>) and a cached file is used only when its sha256 is
+// the one just read from the checksum URL, so a file from a mirror and one
+// from upstream share an entry only when they are the same bytes.
 func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, string, error) {
 	client := downloadClient(c.proxyFunc())
 	want, origin := a.PinnedSHA256, "the version table pins"

@@ -140,6 +140,22 @@ type Config struct {
 	ArtifactHTTPBindAddress string `mapstructure:"artifact_http_bind_address"`
 	// The artifact server's TCP port. Default 0: any free port.
 	ArtifactHTTPPort int `mapstructure:"artifact_http_port"`
+	// Mirrors of the official download sites, for builds whose host reaches
+	// no internet (air-gapped) or should not: a map of URL prefix to the
+	// prefix that replaces it, e.g. `{ "https://dl.k8s.io" =
+	// "http://mirror.example:8080/dl.k8s.io", "https://github.com" =
+	// "http://mirror.example:8080/github.com" }`. Every download the bake
+	// makes on the build host (the Kubernetes binaries from dl.k8s.io; the
+	// containerd, runc, CNI plugins and crictl releases and the
+	// cloudbase-init MSI from github.com) and its published checksum file
+	// are fetched from the rewritten URL; the longest matching prefix wins,
+	// matched on whole path segments, and a trailing `/` makes no
+	// difference. The mirror serves the upstream layout, checksum files
+	// included: downloads are verified against the mirror's checksum files
+	// (and `artifact_checksums`). Keys and values are absolute http(s)
+	// URLs. Files found through `artifacts` or `artifacts_dir` are not
+	// downloaded at all. Default: none.
+	DownloadMirrors map[string]string `mapstructure:"download_mirrors"`
 	// Directory downloads are cached in. Default: Packer's cache
 	// (`PACKER_CACHE_DIR`, else `packer_cache`).
 	DownloadCacheDir string `mapstructure:"download_cache_dir"`
@@ -419,7 +435,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.
-	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors()) {
+	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloadMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	c.warnings = append(c.versionWarnings(), c.registryMirrorWarnings()...)

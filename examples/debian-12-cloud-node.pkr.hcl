@@ -1,0 +1,184 @@
+# A Debian 12 Kubernetes node image for your own kubeadm cluster.
+# kubenode-libvirt boots Debian's official genericcloud image (downloaded
+# and checked against Debian's SHA512SUMS) with a cloud-init seed for the
+# build account; kubenode-bake installs containerd, runc and the CNI
+# plugins from their release tarballs, kubelet/kubeadm/kubectl from
+# dl.k8s.io and crictl, each download checked against its published
+# checksum file, plus the joiner with its first-boot service; the build
+# account is locked and the image generalized, so each VM made from it is
+# a new machine. No CNI config is baked: the cluster's CNI (Calico,
+# Cilium, Flannel, ...) brings its own. kubenode-export writes a zstd
+# qcow2, its sha256 and a manifest of what was baked.
+#
+# Build it (the plugin and the joiner from this repository):
+#
+#   make dev joiner          # packer, this plugin installed, dist/kubenode-joiner
+#   packer build examples/debian-12-cloud-node.pkr.hcl
+#
+# Packer 1.16.0 or newer. Pick the Kubernetes release of your control plane
+# (kubectl version): -var kubernetes_version=v1.35.2. Without internet on
+# the build host, serve the upstream layout from a mirror:
+#   -var 'download_mirrors={"https://dl.k8s.io"="http://mirror:8080/dl.k8s.io","https://github.com"="http://mirror:8080/github.com"}'
+# and a local cloud image: -var cloud_image=debian-12.qcow2 -var cloud_image_checksum=none.
+#
+# Join a VM made from the image: make its seed disc with a bootstrap token
+# (checked first against the image's kubelet and kubeadm), attach it as a
+# CD-ROM to the VM's first boot, and the joiner runs kubeadm join:
+#
+#   joiner token --kubeconfig admin.conf \
+#     --image-manifest output-debian-12-cloud-node/kubenode-manifest.json \
+#     --seed-iso join-seed.iso
+#
+# (docs/joiner.md: several nodes at once, labels, `joiner doctor`.)
+packer {
+  required_version = ">= 1.16.0"
+
+  required_plugins {
+    kubenode = {
+      source  = "github.com/kubenode/kubenode"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "cloud_image" {
+  type        = string
+  description = "Debian 12 qcow2 with cloud-init: a URL, or a local path (then set cloud_image_checksum, or none)"
+  default     = "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2"
+}
+
+variable "cloud_image_checksum" {
+  type        = string
+  description = "the checksum of cloud_image, in iso_checksum's forms: file:<checksum file URL>, sha512:<hex>, or none"
+  default     = "file:https://cloud.debian.org/images/cloud/bookworm/latest/SHA512SUMS"
+}
+
+# The Kubernetes release of your control plane (the joiner refuses a
+# cluster outside the kubelet's and kubeadm's version skew).
+# Bump to v1.36.0 once the version table has it.
+variable "kubernetes_version" {
+  type    = string
+  default = "v1.35.0"
+}
+
+# A containerd release recommended for kubernetes_version (docs/bake.md).
+# Bump to 2.3.7 once the version table has it.
+variable "containerd_version" {
+  type    = string
+  default = "2.2.9"
+}
+
+variable "joiner" {
+  type        = string
+  description = "the linux/amd64 joiner binary (make joiner: dist/kubenode-joiner)"
+  default     = "dist/kubenode-joiner"
+}
+
+variable "download_mirrors" {
+  type        = map(string)
+  description = "official download URL prefix -> mirror prefix serving the same layout and checksum files (air-gapped builds); {} downloads from dl.k8s.io and github.com"
+  default     = {}
+}
+
+variable "images" {
+  type        = list(object({ path = string, sha256 = string }))
+  description = "image archives (docker save or OCI tar) preloaded into containerd, each with its sha256, for nodes that reach no registry"
+  default     = []
+}
+
+variable "registry_mirrors" {
+  type        = list(object({ registry = string, endpoints = list(string) }))
+  description = "containerd registry mirrors baked into the image, e.g. [{ registry = \"docker.io\", endpoints = [\"https://mirror.example.com\"] }]"
+  default     = []
+}
+
+variable "node_labels" {
+  type        = map(string)
+  description = "labels the joiner registers each node with (no node-role.kubernetes.io/*: a kubelet may not set them)"
+  default     = {}
+}
+
+variable "output_directory" {
+  type    = string
+  default = "output-debian-12-cloud-node"
+}
+
+variable "vm_name" {
+  type    = string
+  default = "kubenode-debian-12-cloud-node"
+}
+
+variable "accelerator" {
+  type        = string
+  description = "kvm or tcg (software emulation); empty: kvm when /dev/kvm opens, else tcg"
+  default     = ""
+}
+
+source "kubenode-libvirt" "debian-12-cloud-node" {
+  disk_image          = var.cloud_image
+  disk_image_checksum = var.cloud_image_checksum
+  disk_size           = "10G"
+  cpus                = 2
+  memory              = 2048
+  accelerator         = var.accelerator
+  vm_name             = var.vm_name
+  output_directory    = var.output_directory
+
+  # The cloud-init seed: the build account (kubenode, a temporary SSH key)
+  # and the hostname.
+  linux {
+    flavor   = "cloud-init"
+    hostname = "kubenode-node"
+    # C.UTF-8 is in every Debian image; cloud-init's Debian default,
+    # en_US.UTF-8, may not be.
+    locale = "C.UTF-8"
+  }
+
+  communicator     = "ssh"
+  ssh_username     = "kubenode"
+  ssh_timeout      = "15m"
+  shutdown_command = "sudo shutdown -P now"
+}
+
+build {
+  sources = ["source.kubenode-libvirt.debian-12-cloud-node"]
+
+  provisioner "kubenode-bake" {
+    kubernetes_version = var.kubernetes_version
+    containerd_version = var.containerd_version
+    # The release tarballs of containerd, runc and the CNI plugins (the
+    # default), downloaded and checked against their published checksums.
+    containerd_source = "tarball"
+    install_crictl    = true
+    download_mirrors  = var.download_mirrors
+    # The cluster's CNI DaemonSet writes the network config (the default).
+    cni         = "none"
+    artifacts   = { joiner = var.joiner }
+    node_labels = var.node_labels
+    dynamic "images" {
+      for_each = var.images
+      content {
+        path   = images.value.path
+        sha256 = images.value.sha256
+      }
+    }
+    dynamic "registry_mirrors" {
+      for_each = var.registry_mirrors
+      content {
+        registry  = registry_mirrors.value.registry
+        endpoints = registry_mirrors.value.endpoints
+      }
+    }
+    # Each VM from the image gets its own machine-id, SSH host keys and
+    # cloud-init run; the build account's password, keys and sudo rights
+    # are removed on its first boot (both the defaults; docs/security.md).
+    generalize         = true
+    keep_build_account = false
+  }
+
+  # A zstd qcow2 in place, its sha256 and kubenode-manifest.json.
+  post-processor "kubenode-export" {
+    formats     = ["qcow2"]
+    compression = "zstd"
+  }
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// bakeAttributes parses a template and returns the attributes of each of
+// its kubenode-bake provisioners, evaluated with the variables' defaults
+// (a variable without one is unknown).
+func bakeAttributes(t *testing.T, path string) []map[string]cty.Value {
+	t.Helper()
+	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+	top, _, diags := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+		{Type: "variable", LabelNames: []string{"name"}}, {Type: "build"},
+	}})
+	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+	vars := map[string]cty.Value{}
+	for _, b := range top.Blocks.OfType("variable") {
+		attrs, diags := b.Body.JustAttributes()
+		require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
+		vars[b.Labels[0]] = cty.DynamicVal
+		if d, ok := attrs["default"]; ok {
+			v, diags := d.Expr.Value(nil)
+			require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
+			vars[b.Labels[0]] = v
+		}
+	}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}}
+	var out []map[string]cty.Value
+	for _, build := range top.Blocks.OfType("build") {
+		content, _, diags := build.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provisioner", LabelNames: []string{"type"}}}})
+		require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+		for _, p := range content.Blocks {
+			if p.Labels[0] != "kubenode-bake" {
+				continue
+			}
+			// The provisioner's blocks (images, registry_mirrors, dynamic)
+			// are left out: only its attributes are read.
+			attrs, _, diags := p.Body.PartialContent(&hcl.BodySchema{Attributes: bakeKeys})
+			require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+			got := map[string]cty.Value{}
+			for name, a := range attrs.Attributes {
+				v, diags := a.Expr.Value(ctx)
+				require.False(t, diags.HasErrors(), "%s: %s: %s", path, name, diags)
+				got[name] = v
+			}
+			out = append(out, got)
+		}
+	}
+	return out
+}
+
+// bakeKeys are the kubenode-bake keys the production checks read.
+var bakeKeys = []hcl.AttributeSchema{
+	{Name: "containerd_source"}, {Name: "cni"}, {Name: "install_crictl"},
+	{Name: "keep_build_account"}, {Name: "generalize"}, {Name: "artifacts_dir"},
+	{Name: "artifacts"}, {Name: "kubernetes_version"}, {Name: "download_mirrors"},
+}
+
+// TestProductionLinuxExample: the example for a user's own cluster bakes
+// the production flow: containerd, runc and the CNI plugins from their
+// release tarballs and the Kubernetes binaries from the official
+// downloads (no artifacts_dir, no local Kubernetes binaries), crictl, no
+// CNI config (the cluster's CNI brings its own), the build account locked
+// and the image generalized. Unset keys count as their defaults
+// (provisioner/bake/config.go: tarball, none, true, false, true).
+func TestProductionLinuxExample(t *testing.T) {
+	str := func(attrs map[string]cty.Value, key, def string) string {
+		if v, ok := attrs[key]; ok && !v.IsNull() {
+			require.True(t, v.IsKnown() && v.Type() == cty.String, "%s is a known string", key)
+			return v.AsString()
+		}
+		return def
+	}
+	boolean := func(attrs map[string]cty.Value, key string, def bool) bool {
+		if v, ok := attrs[key]; ok && !v.IsNull() {
+			require.True(t, v.IsKnown() && v.Type() == cty.Bool, "%s is a known bool", key)
+			return v.True()
+		}
+		return def
+	}
+	for _, path := range []string{"examples/debian-12-cloud-node.pkr.hcl", "provisioner/bake/testdata/bake-linux.pkr.hcl"} {
+		t.Run(path, func(t *testing.T) {
+			bakes := bakeAttributes(t, path)
+			require.NotEmpty(t, bakes, "a kubenode-bake provisioner")
+			if path != "examples/debian-12-cloud-node.pkr.hcl" {
+				// The integration test's template parses; it bakes the
+				// lab's flow (Debian's containerd, bridge CNI, local
+				// binaries) until it is converted to this one.
+				return
+			}
+			require.Len(t, bakes, 1)
+			b := bakes[0]
+			assert.Equal(t, "tarball", str(b, "containerd_source", "tarball"))
+			assert.Equal(t, "none", str(b, "cni", "none"))
+			assert.True(t, boolean(b, "install_crictl", true), "install_crictl")
+			assert.False(t, boolean(b, "keep_build_account", false), "keep_build_account")
+			assert.True(t, boolean(b, "generalize", true), "generalize")
+			assert.NotContains(t, b, "artifacts_dir", "the Kubernetes binaries come from dl.k8s.io")
+			if a, ok := b["artifacts"]; ok {
+				assert.Equal(t, []string{"joiner"}, keys(a), "artifacts holds the joiner only")
+			}
+			assert.Contains(t, b, "download_mirrors")
+			assert.Contains(t, b, "kubernetes_version")
+		})
+	}
+	// No variable names a directory of local Kubernetes binaries.
+	f, diags := hclparse.NewParser().ParseHCLFile("examples/debian-12-cloud-node.pkr.hcl")
+	require.False(t, diags.HasErrors(), "%s", diags)
+	top, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}})
+	for _, b := range top.Blocks {
+		assert.NotContains(t, []string{"kubernetes_dir", "artifacts_dir", "base_disk"}, b.Labels[0])
+	}
+}
+
+func keys(v cty.Value) []string {
+	var out []string
+	for k := range v.AsValueMap() {
+		out = append(out, k)
+	}
+	return out
+}
