@@ -55,17 +55,21 @@ variable "cloud_image_checksum" {
 
 # The Kubernetes release of your control plane (the joiner refuses a
 # cluster outside the kubelet's and kubeadm's version skew).
-# Bump to v1.36.0 once the version table has it.
 variable "kubernetes_version" {
   type    = string
-  default = "v1.35.0"
+  default = "v1.36.0"
 }
 
 # A containerd release recommended for kubernetes_version (docs/bake.md).
-# Bump to 2.3.7 once the version table has it.
 variable "containerd_version" {
   type    = string
-  default = "2.2.9"
+  default = "2.3.7"
+}
+
+variable "cni_plugins_version" {
+  type        = string
+  description = "containernetworking/plugins release, vX.Y.Z; null: kubenode-bake's default"
+  default     = null
 }
 
 variable "joiner" {
@@ -144,8 +148,9 @@ build {
   sources = ["source.kubenode-libvirt.debian-12-cloud-node"]
 
   provisioner "kubenode-bake" {
-    kubernetes_version = var.kubernetes_version
-    containerd_version = var.containerd_version
+    kubernetes_version  = var.kubernetes_version
+    containerd_version  = var.containerd_version
+    cni_plugins_version = var.cni_plugins_version
     # The release tarballs of containerd, runc and the CNI plugins (the
     # default), downloaded and checked against their published checksums.
     containerd_source = "tarball"
