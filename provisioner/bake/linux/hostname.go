@@ -33,6 +33,9 @@ const (
 	linuxHostnameUnitPath   = "/etc/systemd/system/" + linuxHostnameUnit
 	linuxHostnameScript     = "/usr/local/sbin/" + units.LinuxHostnameServiceName
 	LinuxBuildHostnamesFile = "/etc/kubenode/build-hostname"
+	// linuxKernelHostname is the running host name, readable (and
+	// writable by root) where hostname(1) is not installed.
+	linuxKernelHostname = "/proc/sys/kernel/hostname"
 )
 
 // linuxHostnameUnitFile orders the rename after cloud-init's stages that
@@ -60,7 +63,8 @@ WantedBy=multi-user.target
 // HostnameScript renames the VM to prefix + the first HostnameSuffixLen
 // hex digits of /etc/machine-id when its host name is still one of the
 // build's (LinuxBuildHostnamesFile), localhost or empty, through
-// hostnamectl (or /etc/hostname and hostname(1) where hostnamectl fails),
+// hostnamectl (or /etc/hostname and hostname(1), or the kernel's name,
+// where hostnamectl fails),
 // and has /etc/hosts resolve that name (127.0.1.1, as Debian's installer
 // writes it). Any other name is left alone. Every run after the first
 // changes nothing. prefix is a checked DNS label prefix (hostname_prefix).
@@ -70,7 +74,7 @@ func HostnameScript(prefix string) string {
 	s.line("# kubenode: give this VM a host name of its own at boot, unless something else named it. Generated; do not edit.")
 	s.line("set -u")
 	s.line("prefix=%s", q(prefix))
-	s.line(`current=$(hostname 2>/dev/null) || current=`)
+	s.line(`current=$(cat %s 2>/dev/null) || current=`, linuxKernelHostname)
 	s.line(`mid=$(head -c %d /etc/machine-id 2>/dev/null) || mid=`, HostnameSuffixLen)
 	s.line(`case $mid in`)
 	s.line(`  *[!0-9a-f]*|'') mid= ;;`)
@@ -86,7 +90,7 @@ func HostnameScript(prefix string) string {
 	s.line(`if [ "$current" = "$name" ]; then`)
 	s.line(`  echo "kubenode-hostname: $name: this VM's name already"`)
 	s.line(`elif unnamed; then`)
-	s.line(`  if hostnamectl set-hostname "$name" 2>/dev/null; then :; else printf '%%s\n' "$name" > /etc/hostname; hostname "$name"; fi`)
+	s.line(`  if hostnamectl set-hostname "$name" 2>/dev/null; then :; else printf '%%s\n' "$name" > /etc/hostname; hostname "$name" 2>/dev/null || printf '%%s' "$name" > %s; fi`, linuxKernelHostname)
 	s.line(`  echo "kubenode-hostname: ${current:-(none)} -> $name (no cloud-init seed or user named this VM; hostname_prefix $prefix + machine ID)"`)
 	s.line(`else`)
 	s.line(`  echo "kubenode-hostname: $current: named by cloud-init or the user; left as it is"`)
@@ -107,7 +111,7 @@ func HostnameScript(prefix string) string {
 // host name and /etc/hostname), the script and the unit installed and
 // enabled. Run again, it changes nothing.
 func linuxCloneHostname(s *sh, prefix string) {
-	s.line("names=$({ hostname; cat /etc/hostname; } 2>/dev/null | tr -d ' \\t' | grep -v '^$' | sort -u)")
+	s.line("names=$(cat %s /etc/hostname 2>/dev/null | tr -d ' \\t' | grep -v '^$' | sort -u)", linuxKernelHostname)
 	s.line(`if [ -f %[1]s ] && [ "$(cat %[1]s)" = "$names" ]; then echo 'ok: %[1]s'; else mkdir -p "$(dirname %[1]s)"; printf '%%s\n' "$names" > %[1]s; chmod 0644 %[1]s; echo "changed: %[1]s: $(echo $names) (a VM still called so is renamed at boot)"; fi`, LinuxBuildHostnamesFile)
 	s.file(linuxHostnameScript, "0755", HostnameScript(prefix), "")
 	s.file(linuxHostnameUnitPath, "0644", linuxHostnameUnitFile, "systemctl daemon-reload")

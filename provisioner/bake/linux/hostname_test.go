@@ -135,14 +135,15 @@ func TestHostnameScriptRenamesOnlyUnnamedVMs(t *testing.T) {
 		t.Helper()
 		etc, bin := filepath.Join(dir, "etc"), filepath.Join(dir, "bin")
 		state, calls := filepath.Join(dir, "kernel-hostname"), filepath.Join(dir, "calls")
-		script := strings.ReplaceAll(HostnameScript("lab-"), "/etc/", etc+"/")
+		script := strings.NewReplacer("/etc/", etc+"/", linuxKernelHostname, state).Replace(HostnameScript("lab-"))
 		require.NotContains(t, script, " /etc/", "every path was redirected")
+		require.NotContains(t, script, "/proc/", "every path was redirected")
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STATE="+state, "CALLS="+calls, "ETC="+etc)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, string(out))
 		read := func(f string) string { data, _ := os.ReadFile(f); return string(data) }
-		return result{strings.ReplaceAll(string(out), etc+"/", "/etc/"), read(state), read(etc + "/hostname"), read(etc + "/hosts"), read(calls)}
+		return result{strings.ReplaceAll(string(out), etc+"/", "/etc/"), strings.TrimSuffix(read(state), "\n"), read(etc + "/hostname"), read(etc + "/hosts"), read(calls)}
 	}
 	setup := func(t *testing.T, kernelName, hostnamectl string) string {
 		dir := t.TempDir()
@@ -154,13 +155,14 @@ func TestHostnameScriptRenamesOnlyUnnamedVMs(t *testing.T) {
 			etc + "/hostname":                "debian-build\n",
 			etc + "/hosts":                   "127.0.0.1\tlocalhost\n127.0.1.1\tdebian-build.example.com debian-build\n::1 localhost ip6-localhost\n",
 			etc + "/kubenode/build-hostname": "debian-build\n",
-			dir + "/kernel-hostname":         kernelName,
+			dir + "/kernel-hostname":         kernelName + "\n",
 		} {
 			require.NoError(t, os.WriteFile(f, []byte(content), 0o644))
 		}
 		fakes := map[string]string{
-			// hostname(1): prints the kernel's name, or sets it.
-			"hostname": `if [ $# -eq 0 ]; then cat "$STATE"; else echo "hostname $*" >> "$CALLS"; printf '%s' "$1" > "$STATE"; fi`,
+			// hostname(1) NAME: sets the kernel's name (the script reads
+			// it from /proc/sys/kernel/hostname, here $STATE).
+			"hostname": `echo "hostname $*" >> "$CALLS"; printf '%s\n' "$1" > "$STATE"`,
 			// hostnamectl set-hostname: the kernel's name and /etc/hostname.
 			"hostnamectl": hostnamectl,
 		}
@@ -169,7 +171,7 @@ func TestHostnameScriptRenamesOnlyUnnamedVMs(t *testing.T) {
 		}
 		return dir
 	}
-	const working = `echo "hostnamectl $*" >> "$CALLS"; printf '%s' "$2" > "$STATE"; printf '%s\n' "$2" > "$ETC/hostname"`
+	const working = `echo "hostnamectl $*" >> "$CALLS"; printf '%s\n' "$2" > "$STATE"; printf '%s\n' "$2" > "$ETC/hostname"`
 
 	t.Run("the build's name", func(t *testing.T) {
 		dir := setup(t, "debian-build", working)
@@ -230,16 +232,14 @@ func TestCloneHostnameInstallIsIdempotent(t *testing.T) {
 	require.NoError(t, os.MkdirAll(etc, 0o755))
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, os.WriteFile(etc+"/hostname", []byte("debian-build\n"), 0o644))
-	enabled := filepath.Join(dir, "enabled")
-	for name, body := range map[string]string{
-		"hostname":  `echo debian-build`,
-		"systemctl": `case "$1" in is-enabled) [ -f ` + q(enabled) + ` ];; enable) touch ` + q(enabled) + `;; esac`,
-	} {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
-	}
+	enabled, kernel := filepath.Join(dir, "enabled"), filepath.Join(dir, "kernel-hostname")
+	require.NoError(t, os.WriteFile(kernel, []byte("debian-build\n"), 0o644))
+	systemctl := `case "$1" in is-enabled) [ -f ` + q(enabled) + ` ];; enable) touch ` + q(enabled) + `;; esac`
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\n"+systemctl+"\n"), 0o755))
 	s := newSh("test")
 	linuxCloneHostname(s, "kubenode-")
-	script := strings.NewReplacer("/etc/", etc+"/", "/usr/local/sbin/", root+"/").Replace(string(s.bytes()))
+	script := strings.NewReplacer("/etc/", etc+"/", "/usr/local/sbin/", root+"/", linuxKernelHostname, kernel).Replace(string(s.bytes()))
+	require.NotContains(t, script, "/proc/", "every path was redirected")
 	run := func() string {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))

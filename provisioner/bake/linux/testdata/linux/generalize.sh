@@ -32,14 +32,14 @@ if [ -f /etc/apt/apt.conf ] && grep -Eqi '^[[:space:]]*Acquire::https?::Proxy([[
   echo 'changed: Acquire::http(s)::Proxy removed from /etc/apt/apt.conf (the installer'\''s proxy)'
   if ! grep -q '[^[:space:]]' /etc/apt/apt.conf; then rm -f /etc/apt/apt.conf; echo 'changed: /etc/apt/apt.conf removed (empty)'; fi
 fi
-names=$({ hostname; cat /etc/hostname; } 2>/dev/null | tr -d ' \t' | grep -v '^$' | sort -u)
+names=$(cat /proc/sys/kernel/hostname /etc/hostname 2>/dev/null | tr -d ' \t' | grep -v '^$' | sort -u)
 if [ -f /etc/kubenode/build-hostname ] && [ "$(cat /etc/kubenode/build-hostname)" = "$names" ]; then echo 'ok: /etc/kubenode/build-hostname'; else mkdir -p "$(dirname /etc/kubenode/build-hostname)"; printf '%s\n' "$names" > /etc/kubenode/build-hostname; chmod 0644 /etc/kubenode/build-hostname; echo "changed: /etc/kubenode/build-hostname: $(echo $names) (a VM still called so is renamed at boot)"; fi
 put '/usr/local/sbin/kubenode-hostname' 0755 <<'KUBENODE_EOF' || true
 #!/bin/sh
 # kubenode: give this VM a host name of its own at boot, unless something else named it. Generated; do not edit.
 set -u
 prefix='kubenode-'
-current=$(hostname 2>/dev/null) || current=
+current=$(cat /proc/sys/kernel/hostname 2>/dev/null) || current=
 mid=$(head -c 12 /etc/machine-id 2>/dev/null) || mid=
 case $mid in
   *[!0-9a-f]*|'') mid= ;;
@@ -55,7 +55,7 @@ unnamed() { # the VM still has a build's name, localhost or none
 if [ "$current" = "$name" ]; then
   echo "kubenode-hostname: $name: this VM's name already"
 elif unnamed; then
-  if hostnamectl set-hostname "$name" 2>/dev/null; then :; else printf '%s\n' "$name" > /etc/hostname; hostname "$name"; fi
+  if hostnamectl set-hostname "$name" 2>/dev/null; then :; else printf '%s\n' "$name" > /etc/hostname; hostname "$name" 2>/dev/null || printf '%s' "$name" > /proc/sys/kernel/hostname; fi
   echo "kubenode-hostname: ${current:-(none)} -> $name (no cloud-init seed or user named this VM; hostname_prefix $prefix + machine ID)"
 else
   echo "kubenode-hostname: $current: named by cloud-init or the user; left as it is"
