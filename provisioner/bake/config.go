@@ -33,6 +33,8 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
@@ -254,6 +256,22 @@ type Config struct {
 	// turned off; the account itself stays (see docs/security.md). Refused
 	// for `guest_os_type = "windows"` and for a guest found to run Windows.
 	KeepBuildAccount bool `mapstructure:"keep_build_account"`
+	// Linux, with `generalize` and `bootstrap = "joiner"`: how the host name
+	// of a VM made from the image starts when nothing else names it. Each
+	// boot, after cloud-init's stages and before the joiner and the kubelet,
+	// `kubenode-hostname.service` renames a VM still called by the build's
+	// host name (or `localhost`, or nothing) to this prefix followed by the
+	// first 12 hex digits of its machine ID (generalize empties
+	// `/etc/machine-id`, so each VM has its own), e.g.
+	// `kubenode-3f2a9c01be47`, and adds it to `/etc/hosts` (`127.0.1.1`). A
+	// name a cloud-init seed (NoCloud `local-hostname`, a config drive) or
+	// the user gave is left alone. The joiner's node name defaults to the
+	// host name, so each such node gets its own. Lowercase letters, digits
+	// and `-`, starting with a letter or digit, at most 51 characters (the
+	// name is a DNS label of at most 63). Default `kubenode-`. Refused for
+	// Windows guests, with `generalize = false` and with `bootstrap =
+	// "cluster-api"` (the datasource names every VM).
+	HostnamePrefix string `mapstructure:"hostname_prefix"`
 	// Windows, with `generalize`: the Administrator password of every VM
 	// made from the image (mark the variable `sensitive`). Empty: each VM's
 	// first boot gives Administrator a random password of its own, made on
@@ -379,6 +397,19 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if c.WindowsAutomaticUpdates && c.GuestOS == "linux" {
 		add(`windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
+	}
+	if c.HostnamePrefix != "" {
+		switch {
+		case c.GuestOS == "windows":
+			add(`hostname_prefix: Linux's clone naming; Windows' sysprep gives each VM its own name; remove hostname_prefix for guest_os_type = "windows"`)
+		case c.Generalize != nil && !*c.Generalize:
+			add(`hostname_prefix: only used with generalize (which gives each VM a machine ID of its own, the name's suffix); remove it, or remove generalize = false`)
+		case c.Bootstrap == node.BootstrapClusterAPI:
+			add(`hostname_prefix: bootstrap = "cluster-api" images take each VM's name from its datasource (Cluster API's machine name); remove hostname_prefix`)
+		}
+		if why := linux.CheckHostnamePrefix(c.HostnamePrefix); why != "" {
+			add("hostname_prefix: %s", why)
+		}
 	}
 	if c.WindowsUpdate && c.GuestOS == "linux" {
 		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)

@@ -57,6 +57,7 @@ type FlatConfig struct {
 	KubeletExtraArgs              map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
 	Generalize                    *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
 	KeepBuildAccount              *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
+	HostnamePrefix                *string              `mapstructure:"hostname_prefix" cty:"hostname_prefix" hcl:"hostname_prefix"`
 	CloneAdminPassword            *string              `mapstructure:"clone_admin_password" cty:"clone_admin_password" hcl:"clone_admin_password"`
 	Bootstrap                     *string              `mapstructure:"bootstrap" cty:"bootstrap" hcl:"bootstrap"`
 	CloudInitDatasources          []string             `mapstructure:"cloud_init_datasources" cty:"cloud_init_datasources" hcl:"cloud_init_datasources"`
@@ -122,6 +123,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"kubelet_extra_args":               &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
 		"generalize":                       &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
 		"keep_build_account":               &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
+		"hostname_prefix":                  &hcldec.AttrSpec{Name: "hostname_prefix", Type: cty.String, Required: false},
 		"clone_admin_password":             &hcldec.AttrSpec{Name: "clone_admin_password", Type: cty.String, Required: false},
 		"bootstrap":                        &hcldec.AttrSpec{Name: "bootstrap", Type: cty.String, Required: false},
 		"cloud_init_datasources":           &hcldec.AttrSpec{Name: "cloud_init_datasources", Type: cty.List(cty.String), Required: false},

@@ -33,6 +33,7 @@ func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
 		CgroupDriver:      "systemd",
 		Proxy:             node.Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
 		Generalize:        *c.Generalize,
+		HostnamePrefix:    c.HostnamePrefix,
 		Staging:           linux.Staging,
 		SettleTimeout:     c.SettleTimeout,
 

@@ -55,6 +55,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		if c.KeepBuildAccount {
 			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
 		}
+		if c.HostnamePrefix != "" {
+			return fmt.Errorf("hostname_prefix: the guest runs Windows, whose sysprep gives each VM its own name; remove hostname_prefix from this build")
+		}
 		return p.provisionWindows(ctx, ui, comm, generated)
 	}
 	if c.WindowsAutomaticUpdates {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,4 +145,48 @@ func TestProvisionWarnsOfAnUnlistedVersion(t *testing.T) {
 	assert.Equal(t, "v1.99.2", rec.Facts.Kubernetes)
 	require.NotEmpty(t, rec.Facts.Unlisted)
 	assert.Contains(t, rec.Facts.Unlisted[0], warning)
+}
+
+// hostname_prefix: checked as the start of a DNS label and named in every
+// refusal; Linux's joiner images with generalize only; it reaches the
+// plan, and the default is the Linux package's.
+func TestHostnamePrefix(t *testing.T) {
+	prepare := func(extra map[string]any) (Config, error) {
+		var c Config
+		raw := map[string]any{"download_cache_dir": t.TempDir()}
+		for k, v := range extra {
+			raw[k] = v
+		}
+		return c, c.Prepare(raw)
+	}
+	c, err := prepare(map[string]any{"guest_os_type": "linux", "hostname_prefix": "lab-"})
+	require.NoError(t, err)
+	plan, _, err := c.linuxPlan()
+	require.NoError(t, err)
+	assert.Equal(t, "lab-", plan.HostnamePrefix)
+
+	c, err = prepare(nil)
+	require.NoError(t, err)
+	plan, _, err = c.linuxPlan()
+	require.NoError(t, err)
+	assert.Empty(t, plan.HostnamePrefix, "the Linux package's default, kubenode-")
+
+	for name, c := range map[string]struct {
+		raw  map[string]any
+		want string
+	}{
+		"uppercase":   {map[string]any{"hostname_prefix": "Lab-"}, `hostname_prefix: "Lab-" holds 'L'`},
+		"a dot":       {map[string]any{"hostname_prefix": "lab.example-"}, `hostname_prefix: "lab.example-" holds '.'`},
+		"leading -":   {map[string]any{"hostname_prefix": "-lab"}, `hostname_prefix: "-lab" starts with '-'`},
+		"too long":    {map[string]any{"hostname_prefix": strings.Repeat("n", 52)}, "hostname_prefix: \"" + strings.Repeat("n", 52) + "\" is 52 characters; at most 51"},
+		"windows":     {map[string]any{"hostname_prefix": "lab-", "guest_os_type": "windows"}, "hostname_prefix: Linux's clone naming"},
+		"generalize":  {map[string]any{"hostname_prefix": "lab-", "generalize": false}, "hostname_prefix: only used with generalize"},
+		"cluster-api": {map[string]any{"hostname_prefix": "lab-", "bootstrap": "cluster-api", "install_joiner": false}, `hostname_prefix: bootstrap = "cluster-api" images take each VM's name from its datasource`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := prepare(c.raw)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
 }

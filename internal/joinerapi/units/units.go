@@ -11,6 +11,13 @@ import "fmt"
 // on Linux). autounattend's first-boot commands enable it by this name.
 const JoinerServiceName = "kubenode-joiner"
 
+// LinuxHostnameServiceName is the unit (kubenode-hostname.service) that
+// kubenode-bake's generalize installs on Linux: at boot it gives a VM that
+// nothing else named (no cloud-init seed, no user) a host name of its own.
+// The joiner's unit runs after it, so that the node name, which defaults
+// to the host name, is the VM's own.
+const LinuxHostnameServiceName = "kubenode-hostname"
+
 // Linux locations kubenode-bake installs the joiner to.
 const (
 	LinuxJoinerPath = "/usr/local/bin/kubenode-joiner"
@@ -20,12 +27,14 @@ const (
 // SystemdUnit is the joiner's first-boot unit. It runs until the node has
 // joined: once kubeadm has written kubelet.conf the condition keeps it from
 // starting again, and the joiner also disables it after a successful join.
+// It runs after LinuxHostnameServiceName (when installed: After= alone
+// pulls nothing in), so the default node name is the VM's own host name.
 func SystemdUnit(kubeletConf string) string {
 	return fmt.Sprintf(`[Unit]
 Description=kubenode joiner: join this node to its Kubernetes cluster (first boot)
 Documentation=https://github.com/kubenode/packer-plugin-kubenode/blob/main/docs/joiner.md
 Wants=network-online.target
-After=network-online.target containerd.service
+After=network-online.target containerd.service %s.service
 ConditionPathExists=!%s
 
 [Service]
@@ -37,5 +46,5 @@ RestartSec=30s
 
 [Install]
 WantedBy=multi-user.target
-`, kubeletConf, LinuxJoinerPath)
+`, LinuxHostnameServiceName, kubeletConf, LinuxJoinerPath)
 }

@@ -65,3 +65,13 @@ func TestSystemdUnitRunsUntilJoined(t *testing.T) {
 	assert.Contains(t, unit, "Type=oneshot\n")
 	assert.True(t, strings.HasSuffix(unit, "WantedBy=multi-user.target\n"))
 }
+
+// The joiner reads the host name (its default node name) after
+// kubenode-hostname has given a clone nothing named a name of its own;
+// After= alone, so an image without that unit is fine.
+func TestSystemdUnitRunsAfterTheCloneIsNamed(t *testing.T) {
+	unit := SystemdUnit("/etc/kubernetes/kubelet.conf")
+	assert.Contains(t, unit, "\nAfter=network-online.target containerd.service "+LinuxHostnameServiceName+".service\n")
+	assert.NotContains(t, unit, "Wants="+LinuxHostnameServiceName)
+	assert.NotContains(t, unit, "Requires=")
+}

@@ -35,6 +35,10 @@ type Plan struct {
 	// LockAccount is the build account generalize locks on the first boot
 	// of every VM made from the image; empty: the account is kept as built.
 	LockAccount string
+	// HostnamePrefix starts the host name generalize's unit gives a VM
+	// from the image that nothing else named (hostname.go); empty:
+	// DefaultHostnamePrefix.
+	HostnamePrefix string
 	// KeepBuildAccount leaves the build account as built: Run sets
 	// LockAccount (generalize only) when it is false.
 	KeepBuildAccount bool
@@ -478,9 +482,15 @@ WantedBy=multi-user.target
 	linuxLockAccount(s, p.LockAccount)
 	linuxRemoveInstallerProxy(s)
 	if p.clusterAPI() {
+		linuxRemoveCloneHostname(s)
 		linuxResetNetwork(s)
 		linuxCleanCloudInit(s)
 	} else {
+		prefix := p.HostnamePrefix
+		if prefix == "" {
+			prefix = DefaultHostnamePrefix
+		}
+		linuxCloneHostname(s, prefix)
 		s.line("if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi")
 	}
 	s.line("if command -v apt-get >/dev/null; then apt-get clean; fi")

@@ -54,5 +54,6 @@ systemctl restart kubenode-joiner >/dev/null 2>&1
 check "joiner unit skipped once joined" equals "$(systemctl show -p ConditionResult --value kubenode-joiner)" no
 rm -f /etc/kubernetes/kubelet.conf
 check "machine-id regenerated" test -s /etc/machine-id
+check "kubenode-hostname enabled (names a clone nothing named)" systemctl is-enabled -q kubenode-hostname
 check "staging removed" test ! -e /var/tmp/kubenode-bake
 exit $failed

@@ -32,6 +32,7 @@ if [ -f /etc/apt/apt.conf ] && grep -Eqi '^[[:space:]]*Acquire::https?::Proxy([[
   echo 'changed: Acquire::http(s)::Proxy removed from /etc/apt/apt.conf (the installer'\''s proxy)'
   if ! grep -q '[^[:space:]]' /etc/apt/apt.conf; then rm -f /etc/apt/apt.conf; echo 'changed: /etc/apt/apt.conf removed (empty)'; fi
 fi
+if [ -e /etc/systemd/system/kubenode-hostname.service ] || [ -e /usr/local/sbin/kubenode-hostname ] || [ -e /etc/kubenode/build-hostname ]; then systemctl disable -q kubenode-hostname.service 2>/dev/null || true; rm -f /etc/systemd/system/kubenode-hostname.service /usr/local/sbin/kubenode-hostname /etc/kubenode/build-hostname; systemctl daemon-reload; echo 'changed: kubenode-hostname.service removed (cloud-init names each VM from its datasource)'; else echo 'ok: no kubenode-hostname.service'; fi
 if [ -e /etc/netplan/00-installer-config.yaml ]; then rm -f /etc/netplan/00-installer-config.yaml; echo 'changed: /etc/netplan/00-installer-config.yaml removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
 if [ -e /etc/netplan/50-cloud-init.yaml ]; then rm -f /etc/netplan/50-cloud-init.yaml; echo 'changed: /etc/netplan/50-cloud-init.yaml removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
 if [ -e /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg ]; then rm -f /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg; echo 'changed: /etc/cloud/cloud.cfg.d/curtin-preserve-sources.cfg removed (the installer'\''s: cloud-init configures each VM from its datasource)'; fi
