@@ -37,8 +37,8 @@ func TestMirrorURL(t *testing.T) {
 		"https://dl.k8s.io": {"http://mirror.example:8080/dl.k8s.io", "https://dl.k8s.io"},
 		// No match, or a match that is not on a path segment: unchanged.
 		"https://cdn.dl.k8s.io/release/v1.33.13/bin/linux/amd64/kubelet": {"https://cdn.dl.k8s.io/release/v1.33.13/bin/linux/amd64/kubelet", ""},
-		"https://github.company.com/x":                                    {"https://github.company.com/x", ""},
-		"http://github.com/x":                                             {"http://github.com/x", ""},
+		"https://github.company.com/x":                                   {"https://github.company.com/x", ""},
+		"http://github.com/x":                                            {"http://github.com/x", ""},
 	} {
 		got, prefix := mirrorURL(c.DownloadMirrors, in)
 		assert.Equal(t, want[0], got, in)
