@@ -16,7 +16,9 @@
 #     github.com/containerd/containerd/v2 at that version (CGO_ENABLED=0,
 #     version stamped as upstream's Makefile does);
 #   - runc: built here from github.com/opencontainers/runc at that version
-#     (cgo, without the seccomp build tag: no libseccomp here);
+#     with the seccomp build tag, statically linked with Debian's libseccomp
+#     (as upstream's release binary is: containerd gives every container a
+#     seccomp profile, which a runc without seccomp refuses);
 #   - crictl: built here from sigs.k8s.io/cri-tools at that version;
 #   - CNI plugins: Debian's containernetworking-plugins package
 #     (/usr/lib/cni), packed as upstream packs its release, under Debian's
@@ -32,10 +34,10 @@ OUT=$1 K8S_DIR=$2 K8S=$3 CTRD=$4 RUNC=$5 CRICTL=$6
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}/release-builds
 log() { printf '[release-files] %s\n' "$*" >&2; }
 
-# gobuild NAME VERSION CGO LDFLAGS PACKAGE...: go install at VERSION into
-# $CACHE/NAME-VERSION, once.
+# gobuild NAME VERSION CGO TAGS LDFLAGS PACKAGE...: go install at VERSION
+# into $CACHE/NAME-VERSION, once.
 gobuild() {
-  local name=$1 version=$2 cgo=$3 ldflags=$4; shift 4
+  local name=$1 version=$2 cgo=$3 tags=$4 ldflags=$5; shift 5
   local dir=$CACHE/$name-$version
   if [ -f "$dir/.complete" ]; then
     return
@@ -45,7 +47,7 @@ gobuild() {
   mkdir -p "$dir.tmp"
   local pkgs=()
   for p in "$@"; do pkgs+=("$p@$version"); done
-  (cd /tmp && GOBIN="$dir.tmp" CGO_ENABLED=$cgo GOFLAGS=-mod=mod go install -trimpath -ldflags "$ldflags" "${pkgs[@]}")
+  (cd /tmp && GOBIN="$dir.tmp" CGO_ENABLED=$cgo GOFLAGS=-mod=mod go install -trimpath -tags "$tags" -ldflags "$ldflags" "${pkgs[@]}")
   touch "$dir.tmp/.complete"
   mv "$dir.tmp" "$dir"
 }
@@ -58,10 +60,10 @@ tgz() {
 }
 
 ctrd_pkg=github.com/containerd/containerd/v2
-gobuild containerd "v$CTRD" 0 "-s -w -X $ctrd_pkg/version.Version=v$CTRD -X $ctrd_pkg/version.Revision=kubenode-test -X $ctrd_pkg/version.Package=github.com/containerd/containerd/v2" \
+gobuild containerd "v$CTRD" 0 "" "-s -w -X $ctrd_pkg/version.Version=v$CTRD -X $ctrd_pkg/version.Revision=kubenode-test -X $ctrd_pkg/version.Package=github.com/containerd/containerd/v2" \
   $ctrd_pkg/cmd/containerd $ctrd_pkg/cmd/containerd-shim-runc-v2 $ctrd_pkg/cmd/ctr
-gobuild runc "$RUNC" 1 "-s -w" github.com/opencontainers/runc
-gobuild crictl "$CRICTL" 0 "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL" sigs.k8s.io/cri-tools/cmd/crictl
+gobuild runc-seccomp "$RUNC" 1 seccomp "-s -w -extldflags -static" github.com/opencontainers/runc
+gobuild crictl "$CRICTL" 0 "" "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL" sigs.k8s.io/cri-tools/cmd/crictl
 
 mkdir -p "$OUT"
 cd "$OUT"
@@ -81,7 +83,7 @@ tgz stage/containerd "$c/containerd-$CTRD-linux-amd64.tar.gz" bin
 
 r=github.com/opencontainers/runc/releases/download/$RUNC
 mkdir -p "$r"
-install -m 0755 "$CACHE/runc-$RUNC/runc" "$r/runc.amd64"
+install -m 0755 "$CACHE/runc-seccomp-$RUNC/runc" "$r/runc.amd64"
 (cd "$r" && sha256sum runc.amd64 > runc.sha256sum)
 
 cni_version=v$(dpkg-query -W -f '${Version}' containernetworking-plugins | sed -E 's/^([0-9.]+).*/\1/')

@@ -36,6 +36,7 @@ APT_PACKAGES=(
   mtools dosfstools busybox-static cpio squashfs-tools kmod # its EFI El Torito/ESP FAT images, the installer's init shell, initramfs (and its drivers) and root file system image
   openssh-server openssh-client          # a loopback sshd for the qemu+ssh:// (remote hypervisor) test
   containerd runc containernetworking-plugins # the node runtime the joiner's real join runs against
+  libseccomp-dev pkg-config              # runc built with seccomp for the release-files mirror (scripts/release-files.sh)
   iptables conntrack socat ethtool ebtables # kubeadm join preflight prerequisites on this host
 )
 
