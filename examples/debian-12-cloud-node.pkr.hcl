@@ -16,7 +16,8 @@
 #   packer build examples/debian-12-cloud-node.pkr.hcl
 #
 # Packer 1.16.0 or newer. Pick the Kubernetes release of your control plane
-# (kubectl version): -var kubernetes_version=v1.35.2. Without internet on
+# (kubectl version) and a containerd for it (docs/bake.md):
+#   -var kubernetes_version=v1.35.2 -var containerd_version=2.2.9. Without internet on
 # the build host, serve the upstream layout from a mirror:
 #   -var 'download_mirrors={"https://dl.k8s.io"="http://mirror:8080/dl.k8s.io","https://github.com"="http://mirror:8080/github.com"}'
 # and a local cloud image: -var cloud_image=debian-12.qcow2 -var cloud_image_checksum=none.

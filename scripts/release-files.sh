@@ -30,7 +30,7 @@
 set -euo pipefail
 
 [ $# -eq 6 ] || { echo "usage: $0 OUT K8S_DIR K8S_VERSION CONTAINERD_VERSION RUNC_VERSION CRICTL_VERSION" >&2; exit 2; }
-OUT=$1 K8S_DIR=$2 K8S=$3 CTRD=$4 RUNC=$5 CRICTL=$6
+OUT=$(realpath -m "$1") K8S_DIR=$2 K8S=$3 CTRD=$4 RUNC=$5 CRICTL=$6
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}/release-builds
 log() { printf '[release-files] %s\n' "$*" >&2; }
 
@@ -62,7 +62,7 @@ tgz() {
 ctrd_pkg=github.com/containerd/containerd/v2
 gobuild containerd "v$CTRD" 0 "" "-s -w -X $ctrd_pkg/version.Version=v$CTRD -X $ctrd_pkg/version.Revision=kubenode-test -X $ctrd_pkg/version.Package=github.com/containerd/containerd/v2" \
   $ctrd_pkg/cmd/containerd $ctrd_pkg/cmd/containerd-shim-runc-v2 $ctrd_pkg/cmd/ctr
-gobuild runc-seccomp "$RUNC" 1 seccomp "-s -w -extldflags -static" github.com/opencontainers/runc
+gobuild runc-seccomp "$RUNC" 1 seccomp "-s -w -X main.version=${RUNC#v} -extldflags -static" github.com/opencontainers/runc
 gobuild crictl "$CRICTL" 0 "" "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL" sigs.k8s.io/cri-tools/cmd/crictl
 
 mkdir -p "$OUT"

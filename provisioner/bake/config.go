@@ -77,7 +77,7 @@ type Config struct {
 	// `crictl_version` or `cni_plugins_version` release whose minor (major
 	// for the CNI plugins) is not in the version table. The bake then takes
 	// the facts of the nearest minor in the table (the newest one older than
-	// it, for a minor newer than every row the newest row) and warns,
+	// it; for a minor older than every row, the oldest row) and warns,
 	// naming the version asked for and the minor whose facts it uses.
 	// Pre-releases are refused still. Default false: such a release is
 	// refused.

@@ -157,7 +157,8 @@ func TestHostnamePrefix(t *testing.T) {
 		for k, v := range extra {
 			raw[k] = v
 		}
-		return c, c.Prepare(raw)
+		err := c.Prepare(raw)
+		return c, err
 	}
 	c, err := prepare(map[string]any{"guest_os_type": "linux", "hostname_prefix": "lab-"})
 	require.NoError(t, err)

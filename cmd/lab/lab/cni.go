@@ -20,9 +20,11 @@ const (
 
 // cniScript writes a bridge configuration into the node's CNI
 // configuration directory, with a /24 of CNISubnets chosen from the node's
-// name, then stays: what a CNI's node agent does first.
+// name (two nodes may draw the same one: pods never talk across nodes in
+// the lab), then stays: what a CNI's node agent does first. It runs in
+// busybox's sh (no cksum applet: md5sum).
 const cniScript = `set -eu
-n=$(( $(printf '%s' "$NODE_NAME" | cksum | cut -d' ' -f1) % 250 + 1 ))
+n=$(( 0x$(printf '%s' "$NODE_NAME" | md5sum | cut -c1-6) % 250 + 1 ))
 f=/host/etc/cni/net.d/10-kubenode-lab.conflist
 cat > "$f.tmp" <<CONF
 {"cniVersion": "1.0.0", "name": "kubenode-lab", "plugins": [
@@ -32,8 +34,11 @@ cat > "$f.tmp" <<CONF
 CONF
 mv "$f.tmp" "$f"
 echo "kubenode-lab-cni: node $NODE_NAME: bridge cni0, pods from 10.86.$n.0/24"
-while :; do sleep 3600; done
 `
+
+// cniConfDir is the node's CNI configuration directory, as cniScript
+// sees it.
+const cniConfDir = "/host/etc/cni/net.d"
 
 // CNIDaemonSet is Options.ClusterCNI's DaemonSet: image (the lab's
 // busybox) on the host network, on every node, ready or not.
@@ -56,10 +61,10 @@ func CNIDaemonSet(image string) *appsv1.DaemonSet {
 						Name:            "install",
 						Image:           image,
 						ImagePullPolicy: corev1.PullNever,
-						Command:         []string{"/bin/sh", "-c", cniScript},
+						Command:         []string{"/bin/sh", "-c", cniScript + "while :; do sleep 3600; done\n"},
 						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "cni-conf", MountPath: "/host/etc/cni/net.d"}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "cni-conf", MountPath: cniConfDir}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cni-conf", VolumeSource: corev1.VolumeSource{
 						HostPath: &corev1.HostPathVolumeSource{Path: "/etc/cni/net.d", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}},

@@ -60,8 +60,8 @@ func TestProductionImage(t *testing.T) {
 		Plugin:        goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), "."),
 		Joiner:        goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner"),
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		Releases:      &lab.Releases{Mirrors: mirrors, Containerd: productionContainerd, CNIPlugins: cni},
-		JoinSeedOnly:  true, ClusterCNI: true, Nodes: 2,
+		Releases:     &lab.Releases{Mirrors: mirrors, Containerd: productionContainerd, CNIPlugins: cni},
+		JoinSeedOnly: true, ClusterCNI: true, Nodes: 2,
 		ImageDir: t.TempDir(), WorkDir: filepath.Join(t.TempDir(), "work"),
 	}
 	var log strings.Builder

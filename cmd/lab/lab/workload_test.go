@@ -1,9 +1,16 @@
 package lab
 
 import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -51,7 +58,60 @@ func TestCNIDaemonSetRunsOnEveryNodeBeforeItHasANetwork(t *testing.T) {
 	assert.Equal(t, corev1.PullNever, c.ImagePullPolicy)
 	assert.Equal(t, "/host/etc/cni/net.d", c.VolumeMounts[0].MountPath)
 	assert.Equal(t, "/etc/cni/net.d", pod.Volumes[0].HostPath.Path)
-	assert.Contains(t, c.Command[2], `"type": "bridge"`)
-	assert.Contains(t, c.Command[2], `mv "$f.tmp" "$f"`, "containerd never reads a half-written config")
+	assert.True(t, strings.HasPrefix(c.Command[2], cniScript), "writes the config, then stays")
 	assert.Equal(t, ds.Spec.Selector.MatchLabels, ds.Spec.Template.Labels)
+}
+
+// The DaemonSet's script, run by the busybox it runs in (Debian's
+// busybox-static, the lab's image), with nothing but busybox's applets on
+// PATH: it writes a bridge config a CNI runtime can parse, with a /24 of
+// CNISubnets that follows the node's name, atomically.
+func TestCNIScriptWritesABridgeConfigWithBusyboxAlone(t *testing.T) {
+	busybox, err := exec.LookPath("busybox")
+	require.NoError(t, err, "busybox-static (scripts/setup.sh packages)")
+	applets, err := exec.Command(busybox, "--list").Output()
+	require.NoError(t, err)
+	bin := t.TempDir()
+	for _, a := range strings.Fields(string(applets)) {
+		require.NoError(t, os.Symlink(busybox, filepath.Join(bin, a)))
+	}
+	_, subnets, err := net.ParseCIDR(CNISubnets)
+	require.NoError(t, err)
+	subnetOf := func(node string) string {
+		dir := t.TempDir()
+		cmd := exec.Command(busybox, "sh", "-c", strings.ReplaceAll(cniScript, cniConfDir, dir))
+		cmd.Env = []string{"PATH=" + bin, "NODE_NAME=" + node}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "the config alone: no temporary file left")
+		data, err := os.ReadFile(filepath.Join(dir, "10-kubenode-lab.conflist"))
+		require.NoError(t, err)
+		var conf struct {
+			CNIVersion string `json:"cniVersion"`
+			Plugins    []struct {
+				Type string `json:"type"`
+				IPAM struct {
+					Ranges [][]struct{ Subnet string } `json:"ranges"`
+				} `json:"ipam"`
+			} `json:"plugins"`
+		}
+		require.NoError(t, json.Unmarshal(data, &conf), "%s", data)
+		assert.Equal(t, "1.0.0", conf.CNIVersion)
+		require.Len(t, conf.Plugins, 2)
+		assert.Equal(t, "bridge", conf.Plugins[0].Type)
+		assert.Equal(t, "portmap", conf.Plugins[1].Type)
+		subnet := conf.Plugins[0].IPAM.Ranges[0][0].Subnet
+		ip, n, err := net.ParseCIDR(subnet)
+		require.NoError(t, err, subnet)
+		ones, _ := n.Mask.Size()
+		assert.Equal(t, 24, ones)
+		assert.True(t, subnets.Contains(ip), "%s in %s", subnet, CNISubnets)
+		assert.Contains(t, string(out), "pods from "+subnet)
+		return subnet
+	}
+	a := subnetOf("kubenode-5f0921b1b2ee")
+	assert.Equal(t, a, subnetOf("kubenode-5f0921b1b2ee"), "the same node, the same subnet")
+	assert.NotEqual(t, a, subnetOf("kubenode-634f213c3bd9"))
 }
