@@ -9,6 +9,7 @@
 # with its sha256, and a manifest of what was baked (docs/cluster-api.md).
 #
 #   make dev                 # packer, the Kubernetes binaries, and this plugin installed
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build \
 #     -var base_disk="$(scripts/base-disk.sh)" \
 #     -var kubernetes_dir="$(scripts/k8s-binaries.sh)" \

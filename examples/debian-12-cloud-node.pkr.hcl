@@ -13,6 +13,7 @@
 # Build it (the plugin and the joiner from this repository):
 #
 #   make dev joiner          # packer, this plugin installed, dist/kubenode-joiner
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build examples/debian-12-cloud-node.pkr.hcl
 #
 # Packer 1.16.0 or newer. Pick the Kubernetes release of your control plane
@@ -26,7 +27,7 @@
 # (checked first against the image's kubelet and kubeadm), attach it as a
 # CD-ROM to the VM's first boot, and the joiner runs kubeadm join:
 #
-#   joiner token --kubeconfig admin.conf \
+#   dist/kubenode-joiner token --kubeconfig admin.conf \
 #     --image-manifest output-debian-12-cloud-node/kubenode-manifest.json \
 #     --seed-iso join-seed.iso
 #

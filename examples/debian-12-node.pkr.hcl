@@ -5,8 +5,8 @@
 # manifest of what was baked. On its first boot the image joins the cluster
 # named by a join seed disc (`joiner token --seed-iso`).
 #
-#   make setup joiner        # packer, the Kubernetes binaries, dist/kubenode-joiner
-#   packer init examples/debian-12-node.pkr.hcl
+#   make dev joiner          # packer, the Kubernetes binaries, this plugin installed, dist/kubenode-joiner
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build \
 #     -var base_disk="$(scripts/base-disk.sh)" \
 #     -var kubernetes_dir="$(scripts/k8s-binaries.sh)" \

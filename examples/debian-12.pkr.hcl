@@ -1,6 +1,8 @@
 # A Debian 12 VM from a base disk (a cloud image or the one
 # scripts/base-disk.sh builds), seeded with cloud-init, reached over SSH.
-#   packer init examples/debian-12.pkr.hcl
+#
+#   make dev                 # packer, this plugin installed
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build -var base_disk=/path/to/debian-12.qcow2 examples/debian-12.pkr.hcl
 packer {
   required_version = ">= 1.16.0"

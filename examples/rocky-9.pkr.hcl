@@ -11,8 +11,8 @@
 # generalizes; kubenode-export writes a zstd qcow2, its .sha256 and
 # kubenode-manifest.json.
 #
-#   make joiner                               # dist/kubenode-joiner
-#   packer init examples/rocky-9.pkr.hcl
+#   make dev joiner          # packer, this plugin installed, dist/kubenode-joiner
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build \
 #     -var iso_url=/srv/iso/Rocky-9.6-x86_64-dvd.iso \
 #     -var iso_checksum=sha256:<from the release's CHECKSUM file> \

@@ -10,8 +10,8 @@
 # with its first-boot unit, and generalizes; kubenode-export writes a zstd
 # qcow2, its .sha256 and kubenode-manifest.json.
 #
-#   make joiner                               # dist/kubenode-joiner
-#   packer init examples/ubuntu-24.04.pkr.hcl
+#   make dev joiner          # packer, this plugin installed, dist/kubenode-joiner
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build examples/ubuntu-24.04.pkr.hcl
 #
 # The defaults download ubuntu-24.04.3-live-server-amd64.iso from

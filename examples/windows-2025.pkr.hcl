@@ -8,13 +8,13 @@
 # dl.k8s.io, the joiner and its first-boot service) and exported by
 # kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
 #
-# The plugin is not released, so `packer init` cannot fetch it: build it
-# and install it under the source name required_plugins asks for.
+# The plugin is not released yet: build it from this repository. make dev
+# installs it into your packer's plugin directory; sudo env hands that
+# directory and your packer to root.
 #
-#   make build joiner                         # plugin, dist/kubenode-joiner.exe
-#   export PACKER_PLUGIN_PATH=$HOME/.cache/kubenode/packer-plugins
-#   packer plugins install --path ./packer-plugin-kubenode github.com/kubenode/kubenode
-#   sudo env PACKER_PLUGIN_PATH="$PACKER_PLUGIN_PATH" "$(command -v packer)" build \
+#   make dev joiner          # packer, this plugin installed, dist/kubenode-joiner.exe
+#   eval "$(scripts/setup.sh env)"   # packer on PATH
+#   sudo env PACKER_PLUGIN_PATH="${PACKER_PLUGIN_PATH:-$HOME/.config/packer/plugins}" "$(command -v packer)" build \
 #     -var password='<build password>' \
 #     -var clone_admin_password='<Administrator password of the VMs>' \
 #     -var iso_url=/srv/iso/windows-server-2025-eval.iso \
