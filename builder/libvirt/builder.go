@@ -105,7 +105,9 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 
 func (b *Builder) steps() []multistep.Step {
 	c := &b.config
-	var steps []multistep.Step
+	// Before anything is downloaded or created: a build that could not
+	// keep its firmware state stops now rather than after the install.
+	steps := []multistep.Step{&stepCheckFirmwareAccess{}}
 	switch {
 	case c.diskImageFromISOURL():
 		steps = append(steps, &commonsteps.StepDownload{

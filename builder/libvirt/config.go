@@ -154,13 +154,15 @@ type Config struct {
 	MachineType string `mapstructure:"machine_type"`
 	// `bios` or `uefi`. Default `uefi` for Windows, `bios` otherwise. With
 	// `uefi` on a local hypervisor the VM's EFI variables are copied into
-	// `output_directory` (`efivars.fd`), unless `keep_in_pool` is set.
+	// `output_directory` (`efivars.fd`), unless `keep_in_pool` is set;
+	// reading them takes root on Debian and Ubuntu (`sudo packer build`),
+	// and the build checks at its start that it can.
 	Firmware string `mapstructure:"firmware"`
 	// Boot UEFI with Secure Boot (needs `firmware = "uefi"`).
 	SecureBoot bool `mapstructure:"secure_boot"`
 	// Give the VM a TPM 2.0 (swtpm). On a local hypervisor its state is
 	// copied into `output_directory` (`tpm/`) beside the image, unless
-	// `keep_in_pool` is set.
+	// `keep_in_pool` is set; as for `firmware = "uefi"`, that takes root.
 	TPM bool `mapstructure:"tpm"`
 	// Hyper-V enlightenments for Windows guests (KVM only). Default true for
 	// Windows on KVM. Set false when the host's KVM refuses them (often under

@@ -45,6 +45,9 @@ func TestBuildRefusesAnEditionTheDiscLacksBeforeCreatingAnything(t *testing.T) {
 	b := &Builder{}
 	m := NewMockDriver()
 	b.newDriver = func(string) (Driver, error) { return m, nil }
+	// The UEFI build's firmware state check passes on a temporary tree
+	// whoever runs the test.
+	libvirtTree(t, 0o751, 0o755, 0)
 	_, _, err := b.Prepare(windowsRaw(t, iso, map[string]interface{}{})) // datacenter core by default
 	require.NoError(t, err)
 
