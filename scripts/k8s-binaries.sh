@@ -3,7 +3,7 @@
 # kubelet, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
 # and etcd, from the Go module proxy, into $KUBENODE_CACHE/kubernetes/<version>/.
 # k8s.io/kubernetes v1.33 and later build from the proxy (older staging
-# modules are refused). Cold: ~12 minutes on 2 cores; warm: prints the cache
+# modules are refused). Cold: several minutes on 2 cores; warm: prints the cache
 # path.
 #
 #   scripts/k8s-binaries.sh [vX.Y.Z]   builds if needed (default v1.33.13),
