@@ -8,7 +8,8 @@
 # (Metal3, Proxmox, OpenStack) and a KubeVirt containerDisk (CAPK), each
 # with its sha256, and a manifest of what was baked (docs/cluster-api.md).
 #
-#   make dev                 # packer, the Kubernetes binaries, and this plugin installed
+#   make setup dev           # as root: Debian packages, packer, the Kubernetes binaries,
+#                            # the base disk; this plugin installed
 #   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build \
 #     -var base_disk="$(scripts/base-disk.sh)" \

@@ -5,7 +5,8 @@
 # manifest of what was baked. On its first boot the image joins the cluster
 # named by a join seed disc (`joiner token --seed-iso`).
 #
-#   make dev joiner          # packer, the Kubernetes binaries, this plugin installed, dist/kubenode-joiner
+#   make setup dev joiner    # as root: Debian packages, packer, the Kubernetes binaries,
+#                            # the base disk; this plugin installed; dist/kubenode-joiner
 #   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build \
 #     -var base_disk="$(scripts/base-disk.sh)" \
