@@ -161,19 +161,28 @@ case "${1:-all}" in
   packer-plugin-qemu) build_packer_plugin_qemu ;;
   all)
     packages
-    # The test base disk (debootstrap: mostly downloads and unpacking)
-    # builds beside the Go builds (CPU) instead of after them; as root
-    # only, as it needs.
-    base_pid=""
+    # Three jobs at once, each in a subshell of its own (set -e holds in
+    # it): the test base disk (debootstrap: mostly downloads and unpacking;
+    # as root only, as it needs), packer, and packer-sdc with the capirender
+    # modules and the Kubernetes binaries. The Go builds are CPU-bound, but
+    # each spends minutes downloading modules and linking on one core,
+    # which the other fills.
+    pids=() names=()
     if [ "$(id -u)" -eq 0 ]; then
       bash "$ROOT/scripts/base-disk.sh" >/dev/null &
-      base_pid=$!
-      # A failed Go build exits at once: let the disk finish first, so
-      # nothing of it is left running.
-      trap 'wait "$base_pid" 2>/dev/null || true' EXIT
+      pids+=($!) names+=("scripts/base-disk.sh")
     fi
-    build_packer; build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null
-    if [ -n "$base_pid" ]; then wait "$base_pid" || { log "scripts/base-disk.sh failed (its lines above)"; exit 1; }; fi
+    (build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null) &
+    pids+=($!) names+=("packer-sdc, the capirender modules or scripts/k8s-binaries.sh")
+    (build_packer) &
+    pids+=($!) names+=("packer")
+    # Whatever fails, nothing is left running.
+    trap 'for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done' EXIT
+    failed=""
+    for i in "${!pids[@]}"; do
+      wait "${pids[$i]}" || failed+="${failed:+, }${names[$i]}"
+    done
+    [ -z "$failed" ] || { log "failed: $failed (its lines above)"; exit 1; }
     ;;
   env) print_env ;;
   *) echo "usage: $0 [packages|packer|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
