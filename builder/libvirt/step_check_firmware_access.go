@@ -9,11 +9,9 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
-	"golang.org/x/sys/unix"
 )
 
 // stepCheckFirmwareAccess stops a build whose firmware state
@@ -112,33 +110,6 @@ func firstUnsearchable(dir string, searchable func(string) error) (string, error
 		}
 	}
 	return "", nil
-}
-
-// canSearch: root may enter every directory; another user needs execute
-// (search) permission, as the kernel decides it.
-func canSearch(dir string) error {
-	if os.Geteuid() == 0 {
-		return nil
-	}
-	return unix.Access(dir, unix.X_OK)
-}
-
-// describeDir is " (mode 0750, owner libvirt-qemu)", or "" when dir
-// cannot be stat'ed.
-func describeDir(dir string) string {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return ""
-	}
-	owner := ""
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		owner = strconv.FormatUint(uint64(st.Uid), 10)
-		if u, err := user.LookupId(owner); err == nil {
-			owner = u.Username
-		}
-		owner = ", owner " + owner
-	}
-	return fmt.Sprintf(" (mode %04o%s)", fi.Mode().Perm(), owner)
 }
 
 func currentUser() string {
