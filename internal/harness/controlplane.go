@@ -399,6 +399,11 @@ networking: {serviceSubnet: 10.96.0.0/12}
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: %s
+# This host mounts cgroup v1 (a hybrid hierarchy); a kubelet of v1.35 or
+# later refuses to start there unless told (KubeletConfiguration
+# failCgroupV1, since v1.31; its default became true in v1.35). Guests
+# that mount cgroup v2 are unaffected.
+failCgroupV1: false
 # kubeadm would derive this from certificatesDir, this host's scratch
 # directory; every joining node has the CA where kubeadm join writes it.
 authentication: {x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}}

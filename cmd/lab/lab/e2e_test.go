@@ -274,21 +274,37 @@ func TestEndToEnd(t *testing.T) {
 	// By the ready stage everything is up: libvirtd, the control plane,
 	// and the node's domain, pool and volumes.
 	// This run boots one node alone, so it also gives the one-node figure
-	// of boot → Ready: it is interrupted once that node is Ready.
+	// of boot → Ready: it is interrupted once that node is Ready. The node
+	// boots with its join seed alone, as a clone handed out by a user's
+	// own tooling would: no cloud-init seed names it, so it must name
+	// itself (hostname_prefix and its machine-id) before the joiner runs.
 	var oneNode time.Duration
 	t.Run("interrupted with the node running", func(t *testing.T) {
 		o := opts
 		o.SkipBuild = true // boot the image built above
 		o.Nodes = 1
+		o.JoinSeedOnly = true
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
-		readyLine := regexp.MustCompile(`node \S+: Ready (\S+) after its start`)
+		readyLine := regexp.MustCompile(`node (\S+): Ready (\S+) after its start`)
+		namedLine := regexp.MustCompile(`VM (\S+) registered as node (\S+) \(the name the clone gave itself\)`)
+		var vm, named, readyNode string
 		o.Out = watch{testWriter{t}, func(line string) {
 			if m := readyLine.FindStringSubmatch(line); m != nil {
-				oneNode, _ = time.ParseDuration(m[1])
+				readyNode = m[1]
+				oneNode, _ = time.ParseDuration(m[2])
+			}
+			if m := namedLine.FindStringSubmatch(line); m != nil {
+				vm, named = m[1], m[2]
 			}
 		}}
 		interrupt(t, o, "==> workload", before)
 		assert.NotZero(t, oneNode, "the lab said when its node was Ready")
+		assert.Regexp(t, `^kubenode-[0-9a-f]{12}$`, named, "the seedless clone named itself: the image's hostname_prefix and its machine-id")
+		assert.NotEqual(t, vm, named, "the node's name is the clone's own, not the lab's VM name")
+		assert.Equal(t, named, readyNode, "the node that went Ready is the one the clone named")
+		for _, node := range l.Nodes {
+			assert.NotEqual(t, node.Name, named, "a name of its own, not one of the main run's nodes'")
+		}
 		_, err := os.Stat(l.Image)
 		assert.NoError(t, err, "the image stays")
 	})
