@@ -155,7 +155,10 @@ func TestJoinRealControlPlane(t *testing.T) {
 			t.Fatalf("the joiner ended while the API server was down: %v", err)
 		case <-time.After(20 * time.Second):
 		}
+		// The control plane comes up late as a whole: its controller
+		// manager, which signs the kubelet's certificate, starts with it.
 		require.NoError(t, c.cp.StartAPIServer(ctx))
+		require.NoError(t, c.cp.RestartControllerManager())
 		require.NoError(t, <-done)
 		t.Logf("join with the API server 20 s late: %s", time.Since(start).Round(100*time.Millisecond))
 		assert.Contains(t, out, "node "+nodeName+" joined the cluster and is Ready")

@@ -68,6 +68,7 @@ type ControlPlane struct {
 	opts          ControlPlaneOptions
 	client        *http.Client // the admin's client certificate
 	apiserverArgs []string
+	kcmArgs       []string
 	etcdURL       string // https://127.0.0.1:PORT
 	etcdCA        string // etcd's own CA, PEM (pki/etcd/ca.crt)
 	etcd          *proc
@@ -246,7 +247,7 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 
 	// Started only now so that the bootstrapsigner's first signature is over
 	// the final cluster-info (kubeadmPhases may rewrite its server).
-	cp.kcm, err = start(o.Dir, "kube-controller-manager", []string{filepath.Join(o.BinDir, "kube-controller-manager"),
+	cp.kcmArgs = []string{filepath.Join(o.BinDir, "kube-controller-manager"),
 		"--kubeconfig=" + kcmConf, "--authentication-kubeconfig=" + kcmConf, "--authorization-kubeconfig=" + kcmConf,
 		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
 		"--controllers=*,bootstrapsigner,tokencleaner",
@@ -259,7 +260,8 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 		// controllers, each of which first gets a service account: 4 s of
 		// the bring-up, against ~1 s unthrottled.
 		"--kube-api-qps=200", "--kube-api-burst=400",
-	})
+	}
+	cp.kcm, err = start(o.Dir, "kube-controller-manager", cp.kcmArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -507,6 +509,24 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	}
 	cp.apiserver = p
 	return waitHTTP(ctx, p, "https://"+cp.Endpoint+"/readyz", cp.client, time.Minute)
+}
+
+// RestartControllerManager stops kube-controller-manager and starts it
+// again with the same flags. After an API server outage the running one
+// resumes its informers only after their backoff: its CSR approver and
+// signer answered a kubelet's TLS bootstrap about a minute after a
+// 20-second outage here (kubeadm join waited 1m5s for it, against about
+// 2 s otherwise). A control plane that comes up late, as kubeadm's static
+// Pods do on a rebooted control-plane node, starts its controller manager
+// with its API server instead.
+func (cp *ControlPlane) RestartControllerManager() error {
+	cp.kcm.stop()
+	p, err := start(cp.Dir, "kube-controller-manager", cp.kcmArgs)
+	if err != nil {
+		return err
+	}
+	cp.kcm = p
+	return nil
 }
 
 // Stop stops every process it started, by PID; it may be called more than once.

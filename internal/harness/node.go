@@ -19,22 +19,34 @@ import (
 )
 
 // IgnoredPreflightErrors are the kubeadm join preflight checks that fail on
-// this host for a reason of the machine, not of the join. On the Debian 12
-// test machines none does: PrepareNode sets the two sysctls preflight wants
-// (net.ipv4.ip_forward, net.bridge.bridge-nf-call-iptables; Teardown puts
-// them back), and a missing systemd is what the systemctl stand-in is for.
-// One check can still fail on another kernel:
+// this host for a reason of the machine, not of the join. PrepareNode sets
+// the two sysctls preflight wants (net.ipv4.ip_forward,
+// net.bridge.bridge-nf-call-iptables; Teardown puts them back), and a
+// missing systemd is what the systemctl stand-in is for. Two checks can
+// still fail for the machine's sake:
 //   - FileContent--proc-sys-net-bridge-bridge-nf-call-iptables: without the
 //     br_netfilter module /proc/sys/net/bridge does not exist, so it cannot
 //     be set (the bridge CNI works without it; Services would not, but no
 //     test here has a kube-proxy).
+//   - SystemVerification, on a host that mounts cgroup v1 (this one: a
+//     hybrid hierarchy): kubeadm v1.35 and later fail it there ("cgroups
+//     v1 support is deprecated ... you must set the kubelet configuration
+//     option 'FailCgroupV1' to 'false'. You must also explicitly skip this
+//     validation"), which the cluster's KubeletConfiguration does
+//     (failCgroupV1: false, kubeadmConfig).
 var IgnoredPreflightErrors = ignoredPreflightErrors()
 
 func ignoredPreflightErrors() []string {
+	var ignore []string
 	if _, err := os.Stat(bridgeNFCallIptables); err != nil {
-		return []string{"FileContent--proc-sys-net-bridge-bridge-nf-call-iptables"}
+		ignore = append(ignore, "FileContent--proc-sys-net-bridge-bridge-nf-call-iptables")
 	}
-	return nil
+	// cgroup.controllers sits at the root of a cgroup v2 (unified) mount
+	// only; a hybrid host has it under /sys/fs/cgroup/unified.
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		ignore = append(ignore, "SystemVerification")
+	}
+	return ignore
 }
 
 const (
