@@ -512,11 +512,10 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 }
 
 // RestartControllerManager stops kube-controller-manager and starts it
-// again with the same flags. After an API server outage the running one
-// resumes its informers only after their backoff: its CSR approver and
-// signer answered a kubelet's TLS bootstrap about a minute after a
-// 20-second outage here (kubeadm join waited 1m5s for it, against about
-// 2 s otherwise). A control plane that comes up late, as kubeadm's static
+// again with the same flags. After a 20-second API server outage the
+// running one signed a kubelet's TLS bootstrap CSR about a minute late
+// here (kubeadm join waited 1m5s for it, against about 2 s otherwise;
+// most likely its informers' retry backoff, not traced further). A control plane that comes up late, as kubeadm's static
 // Pods do on a rebooted control-plane node, starts its controller manager
 // with its API server instead.
 func (cp *ControlPlane) RestartControllerManager() error {
