@@ -50,7 +50,7 @@ variable "images" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.36.0"
 }
 
 variable "output_directory" {

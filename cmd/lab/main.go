@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/lab/lab"
+	"github.com/kubenode/packer-plugin-kubenode/internal/releasemirror"
 )
 
 func main() {
@@ -37,7 +38,7 @@ func run() int {
 	o := lab.Options{Root: root, Out: os.Stdout}
 	var keep bool
 	var labels string
-	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-node.pkr.hcl; with -bootstrap cluster-api, examples/debian-12-capi.pkr.hcl)")
+	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-cloud-node.pkr.hcl from release files the lab serves, with the lab's CNI; with -bootstrap cluster-api, examples/debian-12-capi.pkr.hcl; examples/debian-12-node.pkr.hcl is the lab's template with Debian's containerd and the bridge CNI)")
 	flag.StringVar(&o.Bootstrap, "bootstrap", lab.BootstrapJoiner, "how the nodes join: joiner (a join seed disc per node) or cluster-api (Cluster API's kubeadm bootstrap data, on a NoCloud disc and a config drive in turn)")
 	flag.StringVar(&o.CAPIRender, "capi-render", filepath.Join(root, "dist", "kubenode-capi-render"), "kubenode-capi-render binary, for -bootstrap cluster-api (make capi-render)")
 	flag.StringVar(&o.Packer, "packer", os.Getenv("KUBENODE_PACKER"), "packer binary (default $KUBENODE_PACKER, from scripts/setup.sh env)")
@@ -45,7 +46,7 @@ func run() int {
 	flag.StringVar(&o.Joiner, "joiner", filepath.Join(root, "dist", "kubenode-joiner"), "linux joiner binary (make joiner)")
 	flag.StringVar(&o.KubernetesDir, "kubernetes-dir", "", "kubelet, kubeadm, kubectl and control-plane binaries (default: scripts/k8s-binaries.sh)")
 	flag.StringVar(&o.BaseDisk, "base-disk", "", "Debian 12 base disk (default: scripts/base-disk.sh)")
-	flag.StringVar(&o.ImageDir, "image-dir", filepath.Join(root, "output-debian-12-node"), "where the image, its checksum and manifest go (kept; with -bootstrap cluster-api, output-debian-12-capi)")
+	flag.StringVar(&o.ImageDir, "image-dir", filepath.Join(root, "output-debian-12-cloud-node"), "where the image, its checksum and manifest go (kept; with -bootstrap cluster-api, output-debian-12-capi)")
 	flag.StringVar(&o.WorkDir, "work-dir", "", "scratch directory, removed at the end (default: a new one under $TMPDIR)")
 	flag.StringVar(&o.Accelerator, "accelerator", "tcg", "tcg, or kvm where KVM works")
 	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value] (the joiner's; none with -bootstrap cluster-api)")
@@ -77,6 +78,23 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "lab: %v\n", err)
 			return 1
 		}
+	}
+	// The default: the production example, installing the release files
+	// of Kubernetes (the binaries in -kubernetes-dir), containerd, runc,
+	// crictl and the CNI plugins from a mirror the lab serves here, and,
+	// with the lab's own control plane, the lab's CNI DaemonSet (the image
+	// has cni = "none").
+	if o.Template == "" && o.Bootstrap == lab.BootstrapJoiner && !o.SkipBuild {
+		mirror, err := serveReleases(root, o.KubernetesDir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lab: release files: %v\n", err)
+			return 1
+		}
+		defer mirror.Close()
+		o.Releases = &lab.Releases{Mirrors: mirror.Mirrors, Containerd: lab.ProductionContainerd, CNIPlugins: mirror.CNIPlugins}
+	}
+	if (o.Template == "" || o.Releases != nil) && o.Bootstrap == lab.BootstrapJoiner {
+		o.ClusterCNI = o.Kubeconfig == ""
 	}
 	if o.BaseDisk == "" && !o.SkipBuild {
 		fmt.Println("lab: base disk (scripts/base-disk.sh; ~5 min the first time, cached after)")
@@ -131,6 +149,23 @@ func run() int {
 		fmt.Printf("lab: done in %s; the image stays in %s\n", time.Since(began).Round(time.Second), o.ImageDir)
 	}
 	return status
+}
+
+// serveReleases serves the release files of the Kubernetes release in dir
+// and lab.ProductionContainerd's, as the production template downloads
+// them.
+func serveReleases(root, dir string) (*releasemirror.Mirror, error) {
+	out, err := exec.Command(filepath.Join(dir, "kubeadm"), "version", "-o", "short").Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubeadm version -o short: %w", err)
+	}
+	v, err := releasemirror.For(strings.TrimSpace(string(out)), lab.ProductionContainerd)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("lab: release files of Kubernetes %s, containerd %s, runc %s, crictl %s and the CNI plugins, served on 127.0.0.1 (scripts/release-files.sh; built once, cached)\n",
+		v.Kubernetes, v.Containerd, v.Runc, v.Crictl)
+	return releasemirror.Serve(root, dir, v, os.Stderr)
 }
 
 // script runs one of the project's scripts and returns what it prints

@@ -29,9 +29,9 @@ func TestImportIntoContainerd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	src, err := KubernetesSourceDir(ctx, "v1.33.13")
+	src, err := KubernetesSourceDir(ctx, "v1.36.0")
 	require.NoError(t, err)
-	imgs, err := Build(ctx, Options{PauseRef: "registry.k8s.io/pause:3.10", KubernetesSourceDir: src, CacheDir: t.TempDir()})
+	imgs, err := Build(ctx, Options{PauseRef: "registry.k8s.io/pause:3.10.2", KubernetesSourceDir: src, CacheDir: t.TempDir()})
 	require.NoError(t, err)
 
 	sock := harness.StartContainerd(t)

@@ -30,11 +30,12 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // TestLinuxBakeInATCGGuest bakes a Debian guest (the harness's base disk,
 // booted by kubenode-libvirt under TCG) from local artifacts: the cached
-// v1.33.13 kubelet/kubeadm/kubectl, Debian's containerd, runc and CNI
+// kubelet/kubeadm/kubectl of scripts/k8s-binaries.sh's release, Debian's containerd, runc and CNI
 // plugins, and a joiner built here. It bakes twice (the second bake must
 // change nothing), reboots, and runs testdata/check-linux.sh inside the
 // guest, whose every failed check fails the build.
@@ -53,9 +54,17 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 
 	// Image archives preloaded by the bake (the lab's pause and busybox
 	// images, built here), with the digests containerd must list for them.
-	src, err := labimages.KubernetesSourceDir(context.Background(), "v1.33.13")
+	// The release the harness built, and the pause image the version
+	// table names for it.
+	v, err := exec.Command(filepath.Join(k8s, "kubeadm"), "version", "-o", "short").Output()
 	require.NoError(t, err)
-	built, err := labimages.Build(context.Background(), labimages.Options{PauseRef: "registry.k8s.io/pause:3.10", KubernetesSourceDir: src})
+	version := strings.TrimSpace(string(v))
+	release, err := versions.LookupKubernetes(version)
+	require.NoError(t, err)
+	pause := release.PauseImage
+	src, err := labimages.KubernetesSourceDir(context.Background(), version)
+	require.NoError(t, err)
+	built, err := labimages.Build(context.Background(), labimages.Options{PauseRef: pause, KubernetesSourceDir: src})
 	require.NoError(t, err)
 	var images []preloaded
 	var refs []string
@@ -75,6 +84,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
 		"-var", "output_directory="+filepath.Join(work, "output"),
 		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
+		"-var", "kubernetes_version="+version, "-var", "pause_image="+pause,
 		"-var", "images="+labimages.TemplateVar(built), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
 		"-var", "mirror_endpoint="+mirror, "-var", fmt.Sprintf("pull_images=[%q]", pulled.Ref),
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
@@ -153,8 +163,8 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.True(t, strings.HasPrefix(m.OS.Name, "Debian GNU/Linux 12"), "%s", data)
 	assert.Equal(t, "cloud-init", m.OS.SeedFlavor)
 	require.NotNil(t, m.Baked, "baked is set: %s", data)
-	assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
-	assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
+	assert.Equal(t, version, m.Baked.Kubernetes)
+	assert.Equal(t, pause, m.Baked.PauseImage)
 	assert.True(t, strings.HasPrefix(m.Baked.Containerd, "1.6."), "Debian 12's containerd: %q", m.Baked.Containerd)
 	assert.NotEmpty(t, m.Baked.CNIPlugins)
 	assert.NotEmpty(t, m.Baked.Joiner)

@@ -26,7 +26,10 @@ import (
 // labImageKey hashes what goes into the image: the template, packer, the
 // plugin and joiner binaries (built with -trimpath, so the same source
 // gives the same bytes), the Kubernetes binaries, the base disk (its path
-// names its own recipe) and the accelerator. The lab's two container
+// names its own recipe), the accelerator and, for the production template,
+// the containerd and CNI plugins releases and the node labels (the
+// release files are packed from pinned sources by version; the mirror's
+// address changes each run and does not count). The lab's two container
 // images are left out: they are built from the same pinned sources (the
 // Kubernetes release's pause.c, Debian's busybox-static), which the
 // Kubernetes binaries and the base disk already stand for.
@@ -36,12 +39,18 @@ func labImageKey(t *testing.T, o lab.Options) string {
 	template := o.Template
 	if template == "" {
 		template = filepath.Join(o.Root, "examples", "debian-12-node.pkr.hcl")
+		if o.Releases != nil {
+			template = filepath.Join(o.Root, "examples", "debian-12-cloud-node.pkr.hcl")
+		}
 	}
 	for _, f := range []string{template, o.Packer, o.Plugin, o.Joiner,
 		filepath.Join(o.KubernetesDir, "kubelet"), filepath.Join(o.KubernetesDir, "kubeadm"), filepath.Join(o.KubernetesDir, "kubectl")} {
 		fmt.Fprintf(h, "%s %s\n", filepath.Base(f), sum(t, f))
 	}
 	fmt.Fprintf(h, "base disk %s\naccelerator %q\n", o.BaseDisk, o.Accelerator)
+	if r := o.Releases; r != nil {
+		fmt.Fprintf(h, "containerd %q\ncni plugins %q\nnode labels %v\n", r.Containerd, r.CNIPlugins, r.NodeLabels)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

@@ -39,17 +39,21 @@ func TestClusterAPI(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
 	bin := t.TempDir()
+	k8s := harness.KubernetesRelease(t, productionKubernetes)
 	base := lab.Options{
 		Root: root, Packer: harness.Packer(t),
 		Plugin:        goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), "."),
 		Joiner:        goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner"),
-		KubernetesDir: harness.Kubernetes(t), BaseDisk: harness.BaseDisk(t),
+		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
 		Out: testWriter{t},
 	}
 	render := goBuildIn(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"), ".")
 	// The negative control's image first: a cached one when TestEndToEnd
 	// ran with the same recipe, else built here.
-	joinerImage := qcow2Of(t, cachedLabImage(t, base))
+	joiner := base
+	joiner.Releases = serveProductionReleases(t, k8s).Releases
+	joiner.Releases.NodeLabels = map[string]string{"kubenode.io/image": "debian-12-cloud-node"}
+	joinerImage := qcow2Of(t, cachedLabImage(t, joiner))
 
 	before := hostState(t)
 	ctx := context.Background()
@@ -70,7 +74,7 @@ func TestClusterAPI(t *testing.T) {
 		require.NotNil(t, m.Baked, "%s", data)
 		assert.Equal(t, lab.BootstrapClusterAPI, m.Baked.Bootstrap)
 		assert.NotContains(t, m.Baked.Checksums, "joiner")
-		assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
+		assert.Equal(t, productionKubernetes, m.Baked.Kubernetes)
 	})
 
 	// The containerDisk as KubeVirt takes it: imported into a containerd,
@@ -136,7 +140,7 @@ func TestClusterAPI(t *testing.T) {
 			n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			require.NoError(t, err, "the Node is named by its %s metadata's host name", node.Datasource)
 			assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
-			assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
+			assert.Equal(t, productionKubernetes, n.Status.NodeInfo.KubeletVersion)
 			hostname, err := node.Guest(ctx, "hostname")
 			require.NoError(t, err)
 			assert.Equal(t, node.Name, strings.TrimSpace(hostname))

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/lab/lab"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
-	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/internal/releasemirror"
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
 )
 
@@ -26,7 +26,7 @@ import (
 // proven with.
 const (
 	productionKubernetes = "v1.36.0"
-	productionContainerd = "2.3.7"
+	productionContainerd = lab.ProductionContainerd
 )
 
 // TestProductionImage is `make e2e-production`: the production example
@@ -46,21 +46,14 @@ func TestProductionImage(t *testing.T) {
 	root := harness.Root()
 	bin := t.TempDir()
 	k8s := harness.KubernetesRelease(t, productionKubernetes)
-	ctrd, err := versions.LookupContainerd(productionContainerd)
-	require.NoError(t, err)
-	release, err := versions.LookupKubernetes(productionKubernetes)
-	require.NoError(t, err)
-	crictl, err := versions.LookupCrictl("", release)
-	require.NoError(t, err)
-	mirrors, cni := harness.ReleaseMirror(t, k8s, harness.ReleaseVersions{
-		Kubernetes: productionKubernetes, Containerd: productionContainerd, Runc: ctrd.RuncVersion, Crictl: crictl.Version})
+	p := serveProductionReleases(t, k8s)
 
 	o := lab.Options{
 		Root: root, Packer: harness.Packer(t),
 		Plugin:        goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), "."),
 		Joiner:        goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner"),
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		Releases:     &lab.Releases{Mirrors: mirrors, Containerd: productionContainerd, CNIPlugins: cni},
+		Releases:     p.Releases,
 		JoinSeedOnly: true, ClusterCNI: true, Nodes: 2,
 		ImageDir: t.TempDir(), WorkDir: filepath.Join(t.TempDir(), "work"),
 	}
@@ -82,20 +75,7 @@ func TestProductionImage(t *testing.T) {
 	out := log.String()
 
 	t.Run("built from the release downloads, through the mirror", func(t *testing.T) {
-		for _, a := range []string{"kubelet", "kubeadm", "kubectl", "containerd", "runc", "cni-plugins", "crictl"} {
-			from := ""
-			for _, prefix := range mirrors {
-				if strings.Contains(out, a+": downloading "+prefix) {
-					from = prefix
-				}
-			}
-			assert.NotEmpty(t, from, "the bake downloaded %s from the mirror", a)
-		}
-		assert.Contains(t, out, "ok: containerd v"+productionContainerd)
-		assert.Contains(t, out, "ok: crictl "+crictl.Version)
-		assert.Contains(t, out, "ok: containerd answers crictl info")
-		assert.Contains(t, out, "ok: self-check passed")
-		assert.NotContains(t, out, "CHECK FAILED")
+		p.assertBuiltFromMirror(t, out)
 	})
 
 	var m export.Manifest
@@ -106,7 +86,7 @@ func TestProductionImage(t *testing.T) {
 		require.NotNil(t, m.Baked, "%s", data)
 		assert.Equal(t, productionKubernetes, m.Baked.Kubernetes)
 		assert.Equal(t, "v"+productionContainerd, "v"+strings.TrimPrefix(m.Baked.Containerd, "v"), "%s", data)
-		assert.Equal(t, cni, m.Baked.CNIPlugins)
+		assert.Equal(t, p.Releases.CNIPlugins, m.Baked.CNIPlugins)
 		assert.Equal(t, sum(t, filepath.Join(k8s, "kubelet")), m.Baked.Checksums["kubelet"])
 		assert.Equal(t, sum(t, o.Joiner), m.Baked.Checksums["joiner"])
 	})
@@ -169,4 +149,48 @@ type teeWriter struct {
 func (w teeWriter) Write(p []byte) (int, error) {
 	w.log.Write(p)
 	return w.t.Write(p)
+}
+
+// productionReleases are the production example's releases, served in
+// their upstream layout on 127.0.0.1 for one test.
+type productionReleases struct {
+	Releases *lab.Releases
+	Crictl   string // vX.Y.Z
+}
+
+// serveProductionReleases serves the release files of Kubernetes
+// productionKubernetes (its binaries in k8s), containerd
+// productionContainerd with its runc, the crictl of that Kubernetes minor
+// and the CNI plugins (scripts/release-files.sh packs them; they are
+// cached by version).
+func serveProductionReleases(t *testing.T, k8s string) productionReleases {
+	t.Helper()
+	v, err := releasemirror.For(productionKubernetes, productionContainerd)
+	require.NoError(t, err)
+	mirrors, cni := harness.ReleaseMirror(t, k8s, v)
+	return productionReleases{
+		Releases: &lab.Releases{Mirrors: mirrors, Containerd: productionContainerd, CNIPlugins: cni},
+		Crictl:   v.Crictl,
+	}
+}
+
+// assertBuiltFromMirror: the build's output (out) shows every release
+// file downloaded through the mirror and the bake's self-check passing
+// with crictl answering over containerd's socket.
+func (p productionReleases) assertBuiltFromMirror(t *testing.T, out string) {
+	t.Helper()
+	for _, a := range []string{"kubelet", "kubeadm", "kubectl", "containerd", "runc", "cni-plugins", "crictl"} {
+		from := ""
+		for _, prefix := range p.Releases.Mirrors {
+			if strings.Contains(out, a+": downloading "+prefix) {
+				from = prefix
+			}
+		}
+		assert.NotEmpty(t, from, "the bake downloaded %s from the mirror", a)
+	}
+	assert.Contains(t, out, "ok: containerd v"+productionContainerd)
+	assert.Contains(t, out, "ok: crictl "+p.Crictl)
+	assert.Contains(t, out, "ok: containerd answers crictl info")
+	assert.Contains(t, out, "ok: self-check passed")
+	assert.NotContains(t, out, "CHECK FAILED")
 }

@@ -29,32 +29,46 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
 )
 
-// TestEndToEnd is `make e2e`: the lab's chain with assertions. The real
-// packer builds examples/debian-12-node.pkr.hcl (kubenode-libvirt under
-// TCG → kubenode-bake → kubenode-export), a control plane starts on
-// 127.0.0.1, `joiner token` makes the seed, the exported image boots with
-// it under libvirt, and its first-boot joiner joins it. Then: the image
-// and manifest are right, the Node is Ready with the labels asked for (one
-// baked into the image, one from the seed), the joiner's service ran once
-// and disabled itself, and after a reboot it does not run again while the
-// node comes back Ready. Finally the teardown leaves nothing behind.
+// TestEndToEnd is `make e2e`: the lab's chain with assertions, on the
+// production example. The real packer builds
+// examples/debian-12-cloud-node.pkr.hcl (kubenode-libvirt under TCG →
+// kubenode-bake → kubenode-export) the way a user builds it: Kubernetes
+// v1.36's kubelet, kubeadm and kubectl, containerd 2.3's release tarball,
+// runc, crictl and the CNI plugins downloaded through download_mirrors
+// from their upstream layout served here, each checked against its
+// published checksum format; cni = "none", the build account locked,
+// generalized. A v1.36 control plane starts on 127.0.0.1 with the lab's
+// CNI DaemonSet (the cluster's CNI), `joiner token` makes the seeds, the
+// exported image boots under libvirt, and its first-boot joiner joins it.
+// Then: the image and manifest are right, the Node is Ready with the labels
+// asked for (one baked into the image, one from the seed), a Job runs on
+// each node, the joiner's service ran once and disabled itself, and after
+// a reboot it does not run again while the node comes back Ready. Finally
+// the teardown leaves nothing behind.
 func TestEndToEnd(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
 	bin := t.TempDir()
 	plugin := goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), ".")
 	joiner := goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner")
-	k8s := harness.Kubernetes(t)
+	k8s := harness.KubernetesRelease(t, productionKubernetes)
+	p := serveProductionReleases(t, k8s)
+	p.Releases.NodeLabels = map[string]string{"kubenode.io/image": "debian-12-cloud-node"}
 	images := t.TempDir()
 	work := filepath.Join(t.TempDir(), "work")
 
 	labels := map[string]string{"kubenode.io/lab": "e2e"}
+	var log strings.Builder
 	opts := lab.Options{
 		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
+		Releases: p.Releases, ClusterCNI: true,
 		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2,
-		Out: testWriter{t},
+		Out: teeWriter{testWriter{t}, &log},
 	}
+	// A download cache of its own: every release file comes through the
+	// mirror in this run.
+	t.Setenv("PACKER_CACHE_DIR", t.TempDir())
 	before := hostState(t)
 	began := time.Now()
 	l, err := lab.Up(context.Background(), opts)
@@ -70,6 +84,10 @@ func TestEndToEnd(t *testing.T) {
 	// TestClusterAPI boots this image as its negative control.
 	cacheLabImage(t, labImageKey(t, opts), images)
 
+	t.Run("built from the release downloads, through the mirror", func(t *testing.T) {
+		p.assertBuiltFromMirror(t, log.String())
+	})
+
 	t.Run("image and manifest", func(t *testing.T) {
 		data, err := os.ReadFile(l.Manifest)
 		require.NoError(t, err)
@@ -81,8 +99,10 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, "debian", m.OS.ID, "%s", data)
 		assert.Equal(t, "12", m.OS.Version, "%s", data)
 		assert.Equal(t, "cloud-init", m.OS.SeedFlavor)
-		assert.Equal(t, "v1.33.13", m.Baked.Kubernetes)
-		assert.Equal(t, "registry.k8s.io/pause:3.10", m.Baked.PauseImage)
+		assert.Equal(t, productionKubernetes, m.Baked.Kubernetes)
+		assert.Equal(t, "registry.k8s.io/pause:3.10.2", m.Baked.PauseImage)
+		assert.Equal(t, productionContainerd, strings.TrimPrefix(m.Baked.Containerd, "v"), "%s", data)
+		assert.Equal(t, p.Releases.CNIPlugins, m.Baked.CNIPlugins)
 		assert.Equal(t, sum(t, filepath.Join(k8s, "kubelet")), m.Baked.Checksums["kubelet"])
 		assert.Equal(t, sum(t, joiner), m.Baked.Checksums["joiner"])
 		require.Len(t, m.Outputs, 1)
@@ -105,9 +125,9 @@ func TestEndToEnd(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
 			assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"], "asked for with joiner token --label")
-			assert.Equal(t, "debian-12-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
-			assert.Equal(t, "v1.33.13", n.Status.NodeInfo.KubeletVersion)
-			assert.True(t, strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"), n.Status.NodeInfo.ContainerRuntimeVersion)
+			assert.Equal(t, "debian-12-cloud-node", n.Labels["kubenode.io/image"], "baked in by node_labels")
+			assert.Equal(t, productionKubernetes, n.Status.NodeInfo.KubeletVersion)
+			assert.Equal(t, "containerd://"+productionContainerd, strings.Replace(n.Status.NodeInfo.ContainerRuntimeVersion, "://v", "://", 1))
 			for _, a := range n.Status.Addresses {
 				if a.Type == corev1.NodeInternalIP {
 					assert.Equal(t, node.GuestIP, a.Address, "node %s registers the address its VM was given", node.Name)
@@ -138,7 +158,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("a Job on each node, with preloaded images only", func(t *testing.T) {
 		require.Len(t, l.Jobs, 2)
 		assert.True(t, strings.HasPrefix(l.WorkloadImage, labimages.WorkloadRepository+":"), l.WorkloadImage)
-		_, bridge, err := net.ParseCIDR("10.85.0.0/16") // kubenode-bake's default bridge_subnet
+		_, subnets, err := net.ParseCIDR(lab.CNISubnets) // the lab's CNI DaemonSet's
 		require.NoError(t, err)
 		for i, r := range l.Jobs {
 			node := l.Nodes[i]
@@ -152,7 +172,7 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
 			ip := net.ParseIP(pod.Status.PodIP)
 			require.NotNil(t, ip, "pod IP %q", pod.Status.PodIP)
-			assert.True(t, bridge.Contains(ip), "pod IP %s from the bridge CNI's range %s", ip, bridge)
+			assert.True(t, subnets.Contains(ip), "pod IP %s from the cluster CNI's range %s", ip, subnets)
 			assert.Equal(t, fmt.Sprintf("kubenode-lab probe: node=%s pod=%s ip=%s", node.Name, pod.Name, pod.Status.PodIP), r.Output,
 				"what the Job printed, read from the node's container log")
 			t.Logf("job %s on %s: %q (Ready → Succeeded %s)", r.Job, r.Node, r.Output, r.ReadyToSucceeded.Round(100*time.Millisecond))
@@ -169,7 +189,7 @@ func TestEndToEnd(t *testing.T) {
 		for _, img := range m.Baked.Images {
 			want[img.Name] = img.Digest
 		}
-		assert.Contains(t, want, "registry.k8s.io/pause:3.10", "the pause image the config names is preloaded")
+		assert.Contains(t, want, "registry.k8s.io/pause:3.10.2", "the pause image the config names is preloaded")
 		assert.Contains(t, want, l.WorkloadImage)
 		for _, node := range l.Nodes {
 			out, err := node.Guest(ctx, "ctr -n k8s.io images ls")

@@ -95,6 +95,10 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	return l.readManifest()
 }
 
+// ProductionContainerd is the containerd release the lab gives the
+// production template (its containerd_version default).
+const ProductionContainerd = "2.3.7"
+
 // Releases are what the production template installs from release
 // downloads: the Kubernetes release is the one in Options.KubernetesDir,
 // the rest are named here.
@@ -104,22 +108,19 @@ type Releases struct {
 	Mirrors    map[string]string
 	Containerd string // containerd_version
 	CNIPlugins string // cni_plugins_version
+	// NodeLabels is the template's node_labels: labels baked into the
+	// image, which the joiner registers each node with.
+	NodeLabels map[string]string
 }
 
 // templateVars are the production template's variables for a build from
 // these releases, with disk (a local qcow2) standing in for the cloud image.
 func (r *Releases) templateVars(disk string) []string {
-	keys := make([]string, 0, len(r.Mirrors))
-	for k := range r.Mirrors {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var mirrors []string
-	for _, k := range keys {
-		mirrors = append(mirrors, fmt.Sprintf("%q = %q", k, r.Mirrors[k]))
-	}
 	args := []string{"-var", "cloud_image=" + disk, "-var", "cloud_image_checksum=none",
-		"-var", "download_mirrors={" + strings.Join(mirrors, ", ") + "}"}
+		"-var", "download_mirrors=" + hclMap(r.Mirrors)}
+	if len(r.NodeLabels) > 0 {
+		args = append(args, "-var", "node_labels="+hclMap(r.NodeLabels))
+	}
 	if r.Containerd != "" {
 		args = append(args, "-var", "containerd_version="+r.Containerd)
 	}
@@ -127,6 +128,20 @@ func (r *Releases) templateVars(disk string) []string {
 		args = append(args, "-var", "cni_plugins_version="+r.CNIPlugins)
 	}
 	return args
+}
+
+// hclMap is m as an HCL map(string) value, its keys sorted.
+func hclMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var kv []string
+	for _, k := range keys {
+		kv = append(kv, fmt.Sprintf("%q = %q", k, m[k]))
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
 }
 
 // labImages builds (or takes from the cache) the images the lab's nodes

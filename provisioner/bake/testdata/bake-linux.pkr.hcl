@@ -14,6 +14,10 @@ variable "base_disk" { type = string }
 variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "kubernetes_dir" { type = string }
+# The release in kubernetes_dir, and the pause image the version table
+# names for it (check-linux.sh expects both).
+variable "kubernetes_version" { type = string }
+variable "pause_image" { type = string }
 variable "joiner" { type = string }
 # No crictl here: the bake uses local artifacts only, and crictl comes
 # from GitHub; the self-check then asks containerd with ctr.
@@ -78,7 +82,7 @@ build {
   sources = ["source.kubenode-libvirt.bake"]
 
   provisioner "kubenode-bake" {
-    kubernetes_version = "v1.33.13"
+    kubernetes_version = var.kubernetes_version
     containerd_source  = "package"
     cni                = "bridge"
     artifacts_dir      = var.kubernetes_dir
@@ -118,7 +122,7 @@ build {
   # Idempotence: the same bake again must report no changes. Its artifacts
   # go through SSH, so one build measures both ways.
   provisioner "kubenode-bake" {
-    kubernetes_version = "v1.33.13"
+    kubernetes_version = var.kubernetes_version
     containerd_source  = "package"
     cni                = "bridge"
     artifacts_dir      = var.kubernetes_dir
@@ -161,7 +165,7 @@ build {
   provisioner "shell" {
     pause_before     = "20s"
     script           = "${path.root}/check-linux.sh"
-    environment_vars = ["EXPECT_IMAGES=${join(" ", var.expect_images)}"]
+    environment_vars = ["EXPECT_IMAGES=${join(" ", var.expect_images)}", "KUBERNETES_VERSION=${var.kubernetes_version}", "PAUSE_IMAGE=${var.pause_image}"]
     execute_command  = "sudo env {{ .Vars }} sh '{{ .Path }}'"
   }
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # In-guest checks after kubenode-bake and a reboot. Each failing check
 # prints CHECK FAILED and the script exits non-zero, failing the build.
+# KUBERNETES_VERSION (vX.Y.Z) and PAUSE_IMAGE are the bake's.
 set -u
+: "${KUBERNETES_VERSION:?}" "${PAUSE_IMAGE:?}"
 failed=0
 check() { # check DESCRIPTION COMMAND...
   what=$1; shift
@@ -29,12 +31,12 @@ for ref in ${EXPECT_IMAGES:-}; do
   check "image $ref in containerd's k8s.io namespace after the reboot" sh -c "ctr -n k8s.io images ls -q | grep -qxF '$ref'"
 done
 check "containerd: SystemdCgroup = true" grep -q 'SystemdCgroup = true' "$dump"
-check "containerd: pause image" grep -q 'sandbox_image = "registry.k8s.io/pause:3.10"' "$dump"
+check "containerd: pause image $PAUSE_IMAGE" grep -q "sandbox_image = \"$PAUSE_IMAGE\"" "$dump"
 check "containerd: CNI bin dir" grep -q 'bin_dir = "/opt/cni/bin"' "$dump"
 rm -f "$dump"
-check "kubelet v1.33.13" equals "$(kubelet --version)" "Kubernetes v1.33.13"
-check "kubeadm v1.33.13" equals "$(kubeadm version -o short)" "v1.33.13"
-check "kubectl v1.33.13" sh -c "kubectl version --client | grep -q 'Client Version: v1.33.13'"
+check "kubelet $KUBERNETES_VERSION" equals "$(kubelet --version)" "Kubernetes $KUBERNETES_VERSION"
+check "kubeadm $KUBERNETES_VERSION" equals "$(kubeadm version -o short)" "$KUBERNETES_VERSION"
+check "kubectl $KUBERNETES_VERSION" sh -c "kubectl version --client | grep -q 'Client Version: $KUBERNETES_VERSION\$'"
 check "kubeadm drop-in reads kubeadm-flags.env" grep -q 'EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env' /etc/systemd/system/kubelet.service.d/10-kubeadm.conf
 check "CNI bridge plugin" test -x /opt/cni/bin/bridge
 check "bridge CNI config" grep -q '"type": "bridge"' /etc/cni/net.d/10-kubenode-bridge.conflist
