@@ -64,7 +64,7 @@ func TestImportIntoContainerd(t *testing.T) {
 	}
 
 	out := ctr("run", "--rm", imgs[0].Ref, "labimages-test-pause", "/pause", "-v")
-	assert.Equal(t, "pause.c v3.10-v1.33.13\n", strings.ReplaceAll(out, "\r", ""), "the pause binary compiled from that release's source")
+	assert.Equal(t, "pause.c v3.10.2-v1.36.0\n", strings.ReplaceAll(out, "\r", ""), "the pause binary compiled from that release's source")
 
 	busybox := imgs[1].Ref
 	out = ctr("run", "--rm", busybox, "labimages-test-echo", "/bin/sh", "-c", "echo hello from $(hostname -s 2>/dev/null || echo busybox); cat /proc/1/cmdline | tr '\\0' ' '")
