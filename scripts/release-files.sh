@@ -23,7 +23,8 @@
 #   - CNI plugins: Debian's containernetworking-plugins package
 #     (/usr/lib/cni), packed as upstream packs its release, under Debian's
 #     version.
-# Builds are cached by version in $KUBENODE_CACHE/release-builds.
+# Builds are cached by version in $KUBENODE_CACHE/release-builds, and the
+# archives packed from them in its packed/.
 #
 #   scripts/release-files.sh OUT K8S_DIR K8S_VERSION CONTAINERD_VERSION RUNC_VERSION CRICTL_VERSION
 #   prints the CNI plugins version it packed
@@ -59,6 +60,21 @@ tgz() {
   tar -C "$dir" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$@" | gzip -9n > "$archive"
 }
 
+# packed KEY DIR ARCHIVE FILE...: tgz's archive, kept in $CACHE/packed/KEY
+# and copied from there on later runs (gzip -9 of containerd takes most of
+# this script's time). KEY names every input: builds are cached by version
+# and never change once complete.
+packed() {
+  local key=$1 dir=$2 archive=$3; shift 3
+  local kept=$CACHE/packed/$key
+  if [ ! -f "$kept" ]; then
+    mkdir -p "$CACHE/packed"
+    tgz "$dir" "$kept.tmp" "$@"
+    mv "$kept.tmp" "$kept"
+  fi
+  cp "$kept" "$archive"
+}
+
 ctrd_pkg=github.com/containerd/containerd/v2
 gobuild containerd "v$CTRD" 0 "" "-s -w -X $ctrd_pkg/version.Version=v$CTRD -X $ctrd_pkg/version.Revision=kubenode-test -X $ctrd_pkg/version.Package=github.com/containerd/containerd/v2" \
   $ctrd_pkg/cmd/containerd $ctrd_pkg/cmd/containerd-shim-runc-v2 $ctrd_pkg/cmd/ctr
@@ -78,7 +94,7 @@ done
 c=github.com/containerd/containerd/releases/download/v$CTRD
 mkdir -p "$c" stage/containerd/bin
 cp "$CACHE/containerd-v$CTRD"/{containerd,containerd-shim-runc-v2,ctr} stage/containerd/bin/
-tgz stage/containerd "$c/containerd-$CTRD-linux-amd64.tar.gz" bin
+packed "containerd-$CTRD-linux-amd64.tar.gz" stage/containerd "$c/containerd-$CTRD-linux-amd64.tar.gz" bin
 (cd "$c" && sha256sum "containerd-$CTRD-linux-amd64.tar.gz" > "containerd-$CTRD-linux-amd64.tar.gz.sha256sum")
 
 r=github.com/opencontainers/runc/releases/download/$RUNC
@@ -86,17 +102,18 @@ mkdir -p "$r"
 install -m 0755 "$CACHE/runc-seccomp-$RUNC/runc" "$r/runc.amd64"
 (cd "$r" && sha256sum runc.amd64 > runc.sha256sum)
 
-cni_version=v$(dpkg-query -W -f '${Version}' containernetworking-plugins | sed -E 's/^([0-9.]+).*/\1/')
+cni_package=$(dpkg-query -W -f '${Version}' containernetworking-plugins)
+cni_version=v$(sed -E 's/^([0-9.]+).*/\1/' <<<"$cni_package")
 n=github.com/containernetworking/plugins/releases/download/$cni_version
 mkdir -p "$n" stage/cni
 cp /usr/lib/cni/* stage/cni/
-(cd stage/cni && tgz . "$OUT/$n/cni-plugins-linux-amd64-$cni_version.tgz" $(ls | sed 's|^|./|'))
+(cd stage/cni && packed "cni-plugins-linux-amd64-$cni_version-debian-$cni_package.tgz" . "$OUT/$n/cni-plugins-linux-amd64-$cni_version.tgz" $(ls | sed 's|^|./|'))
 (cd "$n" && sha256sum "cni-plugins-linux-amd64-$cni_version.tgz" > "cni-plugins-linux-amd64-$cni_version.tgz.sha256")
 
 t=github.com/kubernetes-sigs/cri-tools/releases/download/$CRICTL
 mkdir -p "$t" stage/crictl
 cp "$CACHE/crictl-$CRICTL/crictl" stage/crictl/
-tgz stage/crictl "$t/crictl-$CRICTL-linux-amd64.tar.gz" crictl
+packed "crictl-$CRICTL-linux-amd64.tar.gz" stage/crictl "$t/crictl-$CRICTL-linux-amd64.tar.gz" crictl
 (cd "$t" && sha256sum "crictl-$CRICTL-linux-amd64.tar.gz" | cut -d' ' -f1 > "crictl-$CRICTL-linux-amd64.tar.gz.sha256")
 
 rm -rf stage

@@ -41,15 +41,10 @@ type packerRun struct {
 
 func startBuild(t *testing.T, plugins, baseDisk, vmName string, inline ...string) *packerRun {
 	t.Helper()
-	return startBuildOn(t, "qemu:///system", plugins, baseDisk, vmName, inline...)
-}
-
-func startBuildOn(t *testing.T, uri, plugins, baseDisk, vmName string, inline ...string) *packerRun {
-	t.Helper()
 	inlineHCL := `["` + strings.Join(inline, `", "`) + `"]`
 	return startPacker(t, plugins, "debian.pkr.hcl", vmName, func(r *packerRun) []string {
 		return []string{"base_disk=" + baseDisk, "vm_name=" + vmName, "output_directory=" + r.outDir,
-			"inline=" + inlineHCL, "libvirt_uri=" + uri}
+			"inline=" + inlineHCL}
 	})
 }
 
@@ -183,11 +178,15 @@ func (r *packerRun) assertNothingLeft() {
 // base disk under TCG with a generated cloud-init seed, reaches SSH, runs a
 // shell provisioner, shuts down and exports a qcow2, which kubenode-export
 // compresses (zstd) with a checksum and a manifest; a second build from that
-// qcow2 boots it and finds the first build's change.
+// qcow2 boots it and finds the first build's change. The second build runs
+// against a hypervisor reached as a remote one,
+// qemu+ssh://root@127.0.0.1:PORT/system through a throwaway sshd: every
+// libvirt call, the uploads and the download go over SSH.
 func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	harness.Libvirtd(t)
 	base := harness.BaseDisk(t)
 	plugins := harness.PluginDir(t)
+	remote := harness.SSHD(t)
 
 	start := time.Now()
 	// glibc's loader lists the x86-64 levels this vCPU supports: RHEL 9's
@@ -232,7 +231,9 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 
 	// The second build takes the image as users of the qemu builder take a
 	// cloud image: iso_url over HTTP with disk_image = true, checked
-	// against the published .sha256 file, through Packer's cache.
+	// against the published .sha256 file, through Packer's cache; it
+	// uploads it to the remote hypervisor and downloads its own export
+	// from there.
 	var fetched sync.Map
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		fetched.Store(req.URL.Path, true)
@@ -243,11 +244,24 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	second := startPacker(t, plugins, "debian.pkr.hcl", "kn-it-reboot", func(r *packerRun) []string {
 		return []string{"base_disk=true", "iso_url=" + srv.URL + "/kn-it-build.qcow2",
 			"iso_checksum=file:" + srv.URL + "/kn-it-build.qcow2.sha256",
-			"vm_name=kn-it-reboot", "output_directory=" + r.outDir, `inline=["cat /etc/kubenode-built"]`}
+			"vm_name=kn-it-reboot", "output_directory=" + r.outDir, `inline=["cat /etc/kubenode-built", "hostname"]`,
+			"libvirt_uri=" + remote}
 	})
 	require.NoError(t, second.wait(12*time.Minute), second.output.String())
-	t.Logf("second build from the exported image, fetched over HTTP: %s", time.Since(start).Round(time.Second))
+	t.Logf("second build from the exported image, fetched over HTTP, on %s: %s", remote, time.Since(start).Round(time.Second))
 	assert.Contains(t, second.output.String(), "built-by-kubenode", "the exported image lost the provisioner's change")
+	assert.Contains(t, second.output.String(), "kubenode-it", "the guest's host name, from the seed")
+	info, err = exec.Command("qemu-img", "info", filepath.Join(second.outDir, "kn-it-reboot.qcow2")).CombinedOutput()
+	require.NoError(t, err, string(info))
+	assert.Contains(t, string(info), "file format: qcow2", "the export downloaded over SSH")
+	_, err = os.Stat(filepath.Join(second.outDir, "serial.log"))
+	assert.True(t, os.IsNotExist(err), "a remote hypervisor's serial log stays there")
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, "kn-it-reboot", "domain left after a successful build")
+	}
+	for _, p := range virsh(t, "pool-list", "--all", "--name") {
+		assert.NotContains(t, p, "kn-it-reboot", "storage pool left after a successful build")
+	}
 	for _, p := range []string{"/kn-it-build.qcow2", "/kn-it-build.qcow2.sha256"} {
 		_, ok := fetched.Load(p)
 		assert.True(t, ok, "%s was not fetched", p)
@@ -262,33 +276,6 @@ func TestBuildFromBaseDiskAndBootAgain(t *testing.T) {
 	assert.Equal(t, st.Size(), cst.Size())
 }
 
-// TestBuildOverSSH runs a whole build against a hypervisor reached as a
-// remote one, qemu+ssh://root@127.0.0.1:PORT/system through a throwaway
-// sshd: every libvirt call, the uploads and the download go over SSH.
-func TestBuildOverSSH(t *testing.T) {
-	harness.Libvirtd(t)
-	base := harness.BaseDisk(t)
-	plugins := harness.PluginDir(t)
-	uri := harness.SSHD(t)
-
-	start := time.Now()
-	r := startBuildOn(t, uri, plugins, base, "kn-it-remote", "hostname")
-	require.NoError(t, r.wait(12*time.Minute), r.output.String())
-	t.Logf("build over qemu+ssh: %s", time.Since(start).Round(time.Second))
-	assert.Contains(t, r.output.String(), "kubenode-it")
-	info, err := exec.Command("qemu-img", "info", filepath.Join(r.outDir, "kn-it-remote.qcow2")).CombinedOutput()
-	require.NoError(t, err, string(info))
-	assert.Contains(t, string(info), "file format: qcow2")
-	_, err = os.Stat(filepath.Join(r.outDir, "serial.log"))
-	assert.True(t, os.IsNotExist(err), "a remote hypervisor's serial log stays there")
-	for _, d := range virsh(t, "list", "--all", "--name") {
-		assert.NotContains(t, d, "kn-it-remote")
-	}
-	for _, p := range virsh(t, "pool-list", "--all", "--name") {
-		assert.NotContains(t, p, "kn-it-remote")
-	}
-}
-
 // TestInterruptLeavesNothing sends SIGINT to packer at several steps and
 // checks that libvirt, the pool directory, TMPDIR and the output directory
 // hold nothing of the build afterwards.
@@ -301,7 +288,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		marker string
 	}{
 		{"while uploading", "Uploading"},
-		{"while waiting for ssh", "Waiting for SSH"},
+		{"while waiting for ssh", "Waiting for the guest's SSH server"},
 		{"while provisioning", "kubenode-provisioning"},
 	} {
 		t.Run(at.name, func(t *testing.T) {

@@ -52,6 +52,7 @@ func run() int {
 	flag.StringVar(&labels, "labels", "kubenode.io/lab=true", "node labels to ask for, key=value[,key=value] (the joiner's; none with -bootstrap cluster-api)")
 	flag.DurationVar(&o.ReadyTimeout, "ready-timeout", 20*time.Minute, "how long to wait for the Nodes to be Ready")
 	flag.IntVar(&o.Nodes, "nodes", 1, "how many VMs boot from the image and join, side by side (1 to 8)")
+	flag.IntVar(&o.CPUs, "cpus", 0, "vCPUs per node, 1 to 8 (default: 2 with kvm; with tcg, 2 while this host has 2 cores per node, else 1)")
 	flag.BoolVar(&keep, "keep", false, "keep the cluster and node running until Ctrl-C")
 	flag.BoolVar(&o.SkipBuild, "skip-build", false, "boot the image an earlier run left in -image-dir instead of building it")
 	flag.StringVar(&o.Kubeconfig, "kubeconfig", "", "join the nodes to the existing cluster of this admin kubeconfig `file` instead of starting a local control plane (the lab adds tokens, Nodes and Jobs to it); $KUBECONFIG is ignored")

@@ -340,7 +340,7 @@ func TestEndToEnd(t *testing.T) {
 		o.ImageDir = filepath.Join(t.TempDir(), "image")
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
 		o.Out = testWriter{t}
-		interrupt(t, o, "Waiting for SSH", before)
+		interrupt(t, o, "Waiting for the guest's SSH server", before)
 		_, err := os.Stat(filepath.Join(o.ImageDir, export.ManifestFile))
 		assert.True(t, os.IsNotExist(err), "an interrupted build exports nothing")
 	})

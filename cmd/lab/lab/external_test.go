@@ -114,7 +114,23 @@ func TestLabOptionsRefuseWhatCannotWork(t *testing.T) {
 	for want, o := range map[string]Options{
 		"the lab's CNI is for its own control plane": {ClusterCNI: true, Kubeconfig: "/k/config"},
 		"a join seed alone is the joiner's":          {JoinSeedOnly: true, Bootstrap: BootstrapClusterAPI},
+		"lab: -cpus 9: want 1 to 8":                  {CPUs: 9},
 	} {
 		t.Run(want, func(t *testing.T) { assert.ErrorContains(t, o.defaults(), want) })
+	}
+}
+
+// Under TCG a node gets 2 vCPUs while the host has 2 cores for each node,
+// 1 beyond that; KVM nodes get 2.
+func TestNodeCPUs(t *testing.T) {
+	for _, c := range []struct {
+		accel        string
+		nodes, cores int
+		want         int
+	}{
+		{"tcg", 1, 2, 2}, {"tcg", 2, 2, 1}, {"tcg", 3, 2, 1}, {"tcg", 2, 4, 2}, {"tcg", 3, 4, 1},
+		{"tcg", 1, 1, 1}, {"kvm", 4, 2, 2},
+	} {
+		assert.Equal(t, c.want, NodeCPUs(c.accel, c.nodes, c.cores), "%s, %d nodes, %d cores", c.accel, c.nodes, c.cores)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -67,6 +68,12 @@ type Options struct {
 	// Nodes is how many VMs boot from the image, side by side, each with
 	// its own join seed (default 1).
 	Nodes int
+	// CPUs is each node's vCPU count (1 to 8). Zero picks it: 2 under
+	// KVM; under TCG, 2 while this host has 2 cores for each node and 1
+	// beyond that, since TCG guests whose vCPUs outnumber the host's
+	// cores boot slower than with fewer vCPUs (a vCPU thread preempted
+	// while it holds a guest spinlock leaves the others spinning).
+	CPUs int
 	// Releases builds the production template (default
 	// examples/debian-12-cloud-node.pkr.hcl) from release downloads,
 	// containerd's tarball path, instead of the lab's template from local
@@ -226,6 +233,19 @@ func (l *Lab) run(ctx context.Context, stages []stage) error {
 	return nil
 }
 
+// NodeCPUs is the vCPU count each of nodes VMs gets when Options.CPUs is
+// zero, on a host with cores cores: 2 under KVM; under TCG, 2 while the
+// host has 2 cores per node and 1 beyond that. Each TCG vCPU is a host
+// thread: once they outnumber the cores, a guest's vCPU is preempted while
+// it holds a spinlock and its other vCPU spins, so two 2-vCPU nodes on 2
+// cores boot slower than two 1-vCPU ones.
+func NodeCPUs(accelerator string, nodes, cores int) int {
+	if accelerator == "kvm" || cores >= 2*nodes {
+		return 2
+	}
+	return 1
+}
+
 func (o *Options) defaults() error {
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -252,7 +272,13 @@ func (o *Options) defaults() error {
 		o.Nodes = 1
 	}
 	if o.Nodes < 1 || o.Nodes > 8 {
-		return fmt.Errorf("lab: -nodes %d: want 1 to 8 (each node is a VM with 2 vCPUs and 2 GiB)", o.Nodes)
+		return fmt.Errorf("lab: -nodes %d: want 1 to 8 (each node is a VM with 2 GiB)", o.Nodes)
+	}
+	if o.CPUs == 0 {
+		o.CPUs = NodeCPUs(o.Accelerator, o.Nodes, runtime.NumCPU())
+	}
+	if o.CPUs < 1 || o.CPUs > 8 {
+		return fmt.Errorf("lab: -cpus %d: want 1 to 8 vCPUs per node", o.CPUs)
 	}
 	var missing []string
 	need := map[string]string{"root": o.Root, "joiner": o.Joiner, "kubernetes dir": o.KubernetesDir}

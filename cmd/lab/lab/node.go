@@ -227,7 +227,7 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	n.GuestIP = fmt.Sprintf("10.0.2.%d", 14+v.count)
 	// virtlogd writes it; the work dir is removed at the end.
 	n.SerialLog = filepath.Join(o.WorkDir, n.Name+"-serial.log")
-	x, err := libvirt.VM{Name: n.VMName, Accelerator: o.Accelerator, CPUs: 2, MemoryMiB: 2048, Disk: vol,
+	x, err := libvirt.VM{Name: n.VMName, Accelerator: o.Accelerator, CPUs: o.CPUs, MemoryMiB: 2048, Disk: vol,
 		CDROMs: cdroms, SSHPort: n.SSHPort, GuestIP: n.GuestIP, MAC: fmt.Sprintf("52:54:00:6b:6e:%02x", v.count),
 		SerialLog: n.SerialLog}.DomainXML()
 	if err != nil {
@@ -257,8 +257,8 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	if n.Datasource != "" {
 		how = "Cluster API bootstrap data on a " + n.Datasource + " disc"
 	}
-	l.say("node %s booting (%s, 2 vCPU, 2048 MiB, %s) from an overlay on %s with its %s; %s; serial console %s",
-		vm, o.Accelerator, n.GuestIP, filepath.Base(disk), how, login, n.SerialLog)
+	l.say("node %s booting (%s, %d vCPU, 2048 MiB, %s) from an overlay on %s with its %s; %s; serial console %s",
+		vm, o.Accelerator, o.CPUs, n.GuestIP, filepath.Base(disk), how, login, n.SerialLog)
 	return nil
 }
 
