@@ -101,7 +101,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.NotEqual(t, "0", done[0][1], "the first bake installs")
 	assert.Equal(t, "0", done[1][1], "the second bake changes nothing:\n%s", log)
 	assert.Equal(t, 2, strings.Count(log, "ok: self-check passed"), "each bake ends with a passing self-check:\n%s", log)
-	// The seed's runcmd left the dpkg lock held for 30 s: the first bake
+	// The seed's runcmd left the dpkg lock held for 18 s: the first bake
 	// waited for cloud-init, then for the lock, and installed after it.
 	settled := regexp.MustCompile(`ok: waited (\d+)s for cloud-init \(status: done\)`).FindAllStringSubmatch(log, -1)
 	require.Len(t, settled, 1, "the first bake waits for cloud-init, which ends without errors:\n%s", log)

@@ -239,11 +239,12 @@ func (n *Node) Sentinel(ctx context.Context, timeout time.Duration) (string, err
 // BootClusterAPINode boots one more VM into the running lab, from disk,
 // with Cluster API bootstrap data for this cluster on a disc of the
 // datasource, and returns without waiting for it to join (the lab's
-// teardown removes it). The lab must have been started with
-// BootstrapClusterAPI.
+// teardown removes it). Options.CAPIRender renders the data; the lab may
+// use either bootstrap, so that a joiner image can be given Cluster API's
+// data as a control.
 func (l *Lab) BootClusterAPINode(ctx context.Context, disk, datasource string) (*Node, error) {
-	if l.opts.Bootstrap != BootstrapClusterAPI {
-		return nil, fmt.Errorf("lab: BootClusterAPINode needs a lab started with bootstrap %s", BootstrapClusterAPI)
+	if l.opts.CAPIRender == "" {
+		return nil, fmt.Errorf("lab: BootClusterAPINode renders the bootstrap data with kubenode-capi-render: set Options.CAPIRender")
 	}
 	l.extra++
 	n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-extra-%d", l.id, l.extra), Datasource: datasource, disk: disk}
@@ -254,4 +255,17 @@ func (l *Lab) BootClusterAPINode(ctx context.Context, disk, datasource string) (
 		return nil, err
 	}
 	return n, nil
+}
+
+// PowerOff pulls the plug on one of the lab's VMs (virsh destroy), e.g. a
+// control that has shown what it had to; its domain and disks stay until
+// the teardown removes them.
+func (l *Lab) PowerOff(n *Node) error {
+	if l.vms.d == nil || n.VMName == "" {
+		return fmt.Errorf("lab: node %s has no VM", n.Name)
+	}
+	if n.ssh != nil {
+		n.ssh.close()
+	}
+	return l.vms.d.DestroyDomain(n.VMName)
 }

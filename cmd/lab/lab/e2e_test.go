@@ -43,14 +43,17 @@ import (
 // Then: the image and manifest are right, the Node is Ready with the labels
 // asked for (one baked into the image, one from the seed), a Job runs on
 // each node, the joiner's service ran once and disabled itself, and after
-// a reboot it does not run again while the node comes back Ready. Finally
-// the teardown leaves nothing behind.
+// a reboot it does not run again while the node comes back Ready. Beside
+// those checks runs the negative control of TestClusterAPI: a clone of
+// this joiner image given Cluster API's kubeadm bootstrap data on a config
+// drive must leave it alone. Finally the teardown leaves nothing behind.
 func TestEndToEnd(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
 	bin := t.TempDir()
 	plugin := goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), ".")
 	joiner := goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner")
+	render := goBuildIn(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"), ".")
 	k8s := harness.KubernetesRelease(t, productionKubernetes)
 	p := serveProductionReleases(t, k8s)
 	p.Releases.NodeLabels = map[string]string{"kubenode.io/image": "debian-12-cloud-node"}
@@ -62,7 +65,7 @@ func TestEndToEnd(t *testing.T) {
 	opts := lab.Options{
 		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		Releases: p.Releases, ClusterCNI: true,
+		Releases: p.Releases, ClusterCNI: true, CAPIRender: render,
 		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2,
 		Out: teeWriter{testWriter{t}, &log},
 	}
@@ -81,8 +84,35 @@ func TestEndToEnd(t *testing.T) {
 	})
 	t.Logf("build → boot → join → Ready: %s", time.Since(began).Round(time.Second))
 	ctx := context.Background()
-	// TestClusterAPI boots this image as its negative control.
-	cacheLabImage(t, labImageKey(t, opts), images)
+
+	// The negative control boots now, beside the checks and the reboot
+	// below: a clone of this joiner image, given Cluster API's kubeadm
+	// bootstrap data on a config drive, as TestClusterAPI's config drive
+	// clone is. Its cloud-init keeps the base disk's datasource_list
+	// (NoCloud, None): only bootstrap = "cluster-api" lists ConfigDrive, so
+	// the clone must leave the drive alone. cloud-init reads a
+	// datasource's host name and user data together, and sets the host
+	// name before the login prompt: a prompt without the drive's host name
+	// shows the data was not taken, and its runcmd (kubeadm join) will not
+	// run. The clone is powered off there.
+	neg, err := l.BootClusterAPINode(ctx, l.Image, lab.DatasourceConfigDrive)
+	require.NoError(t, err)
+	negPrompt := make(chan string, 1)
+	negStarted := time.Now()
+	var negAfter time.Duration
+	go func() {
+		prompt := regexp.MustCompile(`(?m)^(\S+) login:`)
+		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+			serial, _ := os.ReadFile(neg.SerialLog)
+			if m := prompt.FindSubmatch(serial); m != nil {
+				negAfter = time.Since(negStarted)
+				l.PowerOff(neg)
+				negPrompt <- string(m[1])
+				return
+			}
+		}
+		close(negPrompt)
+	}()
 
 	t.Run("built from the release downloads, through the mirror", func(t *testing.T) {
 		p.assertBuiltFromMirror(t, log.String())
@@ -221,8 +251,7 @@ func TestEndToEnd(t *testing.T) {
 	// What a Cluster API provider or a user's monitoring reads first.
 	t.Run("cloud-init ended cleanly on every clone", func(t *testing.T) {
 		for _, node := range l.Nodes {
-			status, err := node.CloudInit(ctx, 2*time.Minute)
-			assert.NoError(t, err, "node %s", node.Name)
+			status := node.FirstBoot // read by the lab's workload stage, once cloud-init had finished
 			assert.Contains(t, status, "status: done", "node %s: %s", node.Name, status)
 			assertNoCloudInitErrors(t, status)
 			t.Logf("node %s: cloud-init status --long:\n%s", node.Name, status)
@@ -280,6 +309,24 @@ func TestEndToEnd(t *testing.T) {
 		assert.Contains(t, state, "ActiveState=inactive")
 		assert.Contains(t, state, "UnitFileState=disabled")
 		assert.NotContains(t, state, "Starting kubenode-joiner", "not started in this boot")
+	})
+
+	t.Run("negative control: the joiner image leaves a config drive alone", func(t *testing.T) {
+		host, ok := <-negPrompt
+		require.True(t, ok, "%s reached no login prompt within 10 minutes; serial console %s", neg.Name, neg.SerialLog)
+		assert.NotEqual(t, neg.Name, host, "the login prompt carries the config drive's host name: cloud-init took the drive")
+		serial, err := os.ReadFile(neg.SerialLog)
+		require.NoError(t, err)
+		assert.NotContains(t, string(serial), "DataSourceConfigDrive")
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		var names []string
+		for _, n := range nodes.Items {
+			names = append(names, n.Name)
+		}
+		assert.ElementsMatch(t, []string{l.Nodes[0].Name, l.Nodes[1].Name}, names, "no Node but the lab's")
+		t.Logf("negative control: %s (this joiner image, a config drive naming it %s) reached its login prompt as %q %s after its start; powered off there. Its serial console ends:\n%s",
+			neg.Name, neg.Name, host, negAfter.Round(time.Second), tail(string(serial), 4))
 	})
 
 	// Teardown: nothing is left on the host but the image.
@@ -524,4 +571,10 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

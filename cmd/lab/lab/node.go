@@ -43,6 +43,10 @@ type Node struct {
 	SerialLog string // its serial console
 	// BootToReady is the time from its start to a Ready, labelled Node.
 	BootToReady time.Duration
+	// FirstBoot is how cloud-init's first boot of the clone ended: its
+	// `cloud-init status --long`, read once the lab's workload stage has
+	// waited for it (empty on a node with no SSH).
+	FirstBoot string
 
 	// UninitializedTaintRemoved says the Node carried Cluster API's
 	// uninitialized taint when its bootstrap had run, and the lab removed
@@ -84,7 +88,11 @@ func (n *Node) Guest(ctx context.Context, command string) (string, error) {
 // in error or had not finished.
 func (n *Node) CloudInit(ctx context.Context, timeout time.Duration) (string, error) {
 	secs := int(timeout.Round(time.Second) / time.Second)
-	out, err := n.Guest(ctx, fmt.Sprintf("rc=0; timeout %d cloud-init status --wait >/dev/null 2>&1 || rc=$?; cloud-init status --long; exit $rc", secs))
+	// One cloud-init process where it can be (each is a Python start,
+	// slow under TCG): --wait --long prints its progress dots,
+	// then the long status; a second only when timeout cut the first short.
+	out, err := n.Guest(ctx, fmt.Sprintf("rc=0; timeout %d cloud-init status --wait --long || rc=$?; [ $rc -ne 124 ] || cloud-init status --long; exit $rc", secs))
+	out = strings.TrimLeft(out, ".\n")
 	if err != nil {
 		return out, fmt.Errorf("node %s: cloud-init did not finish cleanly within %s: %w", n.Name, timeout, err)
 	}

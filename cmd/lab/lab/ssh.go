@@ -9,15 +9,23 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 )
 
+// sshTarget is a node's sshd, reached through its forwarded port. One
+// connection is kept between commands: under TCG each new login (key
+// exchange, PAM, a logind session) costs the guest a second or two, a
+// command on a kept connection only its own run.
 type sshTarget struct {
 	addr string
 	user string
 	key  ssh.Signer
+
+	mu   sync.Mutex
+	kept *ssh.Client
 }
 
 func (s *sshTarget) dial(ctx context.Context) (*ssh.Client, error) {
@@ -53,23 +61,105 @@ func (s *sshTarget) reachable() bool {
 	return err == nil
 }
 
-func (s *sshTarget) run(ctx context.Context, command string) (string, error) {
+// connect returns the kept connection while it answers a keepalive
+// within a few seconds (a guest that rebooted or hangs does not), else a
+// new one, which is kept in its place.
+func (s *sshTarget) connect(ctx context.Context) (*ssh.Client, error) {
+	s.mu.Lock()
+	c := s.kept
+	s.mu.Unlock()
+	if c != nil {
+		if answers(c, 5*time.Second) {
+			return c, nil
+		}
+		s.drop(c)
+	}
+	return s.redial(ctx)
+}
+
+// redial makes a new connection and keeps it in place of any other.
+func (s *sshTarget) redial(ctx context.Context) (*ssh.Client, error) {
 	c, err := s.dial(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	defer c.Close()
-	sess, err := c.NewSession()
+	s.mu.Lock()
+	if s.kept != nil {
+		s.kept.Close()
+	}
+	s.kept = c
+	s.mu.Unlock()
+	return c, nil
+}
+
+// answers sends OpenSSH's keepalive request; any reply, even a refusal,
+// means the connection is alive.
+func answers(c *ssh.Client, within time.Duration) bool {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err == nil
+	case <-time.After(within):
+		return false
+	}
+}
+
+// drop closes c and forgets it if it is the kept connection.
+func (s *sshTarget) drop(c *ssh.Client) {
+	s.mu.Lock()
+	if s.kept == c {
+		s.kept = nil
+	}
+	s.mu.Unlock()
+	c.Close()
+}
+
+// close closes the kept connection.
+func (s *sshTarget) close() error {
+	s.mu.Lock()
+	c := s.kept
+	s.kept = nil
+	s.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	return nil
+}
+
+// run runs command in a new session on the kept connection (a new one
+// when that fails to open a session) and returns its combined output.
+func (s *sshTarget) run(ctx context.Context, command string) (string, error) {
+	c, err := s.connect(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer sess.Close()
 	type result struct {
 		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
+		sess, err := c.NewSession()
+		if err != nil {
+			// Closed since the keepalive (the guest went down): once more
+			// on a new connection.
+			s.drop(c)
+			nc, err := s.redial(ctx)
+			if err != nil {
+				done <- result{nil, err}
+				return
+			}
+			if sess, err = nc.NewSession(); err != nil {
+				s.drop(nc)
+				done <- result{nil, err}
+				return
+			}
+		}
+		defer sess.Close()
 		out, err := sess.CombinedOutput(command)
 		done <- result{out, err}
 	}()
@@ -77,6 +167,8 @@ func (s *sshTarget) run(ctx context.Context, command string) (string, error) {
 	select {
 	case r = <-done:
 	case <-ctx.Done():
+		// A command cut short leaves its connection in doubt.
+		s.close()
 		c.Close()
 		r = <-done
 		r.err = ctx.Err()

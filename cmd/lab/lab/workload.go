@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,21 +49,6 @@ func (l *Lab) runJobs(ctx context.Context) error {
 		return err
 	}
 	readyAt := time.Now()
-	// The Jobs' output is read over SSH: first let each clone finish its
-	// first boot (cloud-init), and say how it ended.
-	for _, n := range l.Nodes {
-		if n.ssh == nil {
-			continue // booted with its join seed alone: no SSH, no cloud-init seed
-		}
-		if status, err := n.CloudInit(ctx, 5*time.Minute); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: no verdict on cloud-init
-			}
-			l.say("warning: %v; cloud-init status --long says:\n%s", err, status)
-		} else {
-			l.say("node %s: cloud-init: %s", n.Name, strings.SplitN(strings.TrimSpace(status), "\n", 2)[0])
-		}
-	}
 	names := make([]string, len(l.Nodes))
 	for i, n := range l.Nodes {
 		job := ProbeJob(n.Name, l.WorkloadImage)
@@ -72,6 +58,34 @@ func (l *Lab) runJobs(ctx context.Context) error {
 		}
 		names[i] = created.Name
 		l.say("job %s/%s: on node %s with %s", JobNamespace, created.Name, n.Name, l.WorkloadImage)
+	}
+	// The Jobs' output is read over SSH: while they start, let each clone
+	// finish its first boot (cloud-init), all at once, and say how it
+	// ended.
+	errs := make([]error, len(l.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range l.Nodes {
+		if n.ssh == nil {
+			continue // booted with its join seed alone: no SSH, no cloud-init seed
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.FirstBoot, errs[i] = n.CloudInit(ctx, 5*time.Minute)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err() // interrupted: no verdict on cloud-init
+	}
+	for i, n := range l.Nodes {
+		switch {
+		case n.ssh == nil:
+		case errs[i] != nil:
+			l.say("warning: %v; cloud-init status --long says:\n%s", errs[i], n.FirstBoot)
+		default:
+			l.say("node %s: cloud-init: %s", n.Name, strings.SplitN(strings.TrimSpace(n.FirstBoot), "\n", 2)[0])
+		}
 	}
 	l.Jobs = make([]JobResult, len(l.Nodes))
 	for i, n := range l.Nodes {

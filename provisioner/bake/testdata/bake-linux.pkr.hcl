@@ -67,10 +67,10 @@ source "kubenode-libvirt" "bake" {
     locale = "C.UTF-8"
     # The first-boot race: something else holds the dpkg lock when the bake
     # starts (apt's daily timer, a slow cloud-init package install). Here a
-    # process that cloud-init starts and does not wait for holds it 30 s;
+    # process that cloud-init starts and does not wait for holds it 18 s;
     # the bake must wait for it, then install.
     late_commands = [
-      "systemd-run --unit=kubenode-test-dpkg-lock python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\"); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(30)'",
+      "systemd-run --unit=kubenode-test-dpkg-lock python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\"); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(18)'",
     ]
   }
   ssh_username     = "kubenode"

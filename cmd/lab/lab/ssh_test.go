@@ -1,0 +1,154 @@
+package lab
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+)
+
+// fakeSSHD is an in-process SSH server whose sessions print the command
+// they were given; it counts logins and can drop or freeze them all, as a
+// guest that reboots or hangs does.
+type fakeSSHD struct {
+	addr string
+
+	mu     sync.Mutex
+	logins int
+	conns  []net.Conn
+	frozen bool
+}
+
+func startFakeSSHD(t *testing.T, client ssh.PublicKey) *fakeSSHD {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	host, err := ssh.NewSignerFromKey(priv)
+	require.NoError(t, err)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) != string(client.Marshal()) {
+			return nil, assert.AnError
+		}
+		return nil, nil
+	}}
+	cfg.AddHostKey(host)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	f := &fakeSSHD{addr: l.Addr().String()}
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(conn, cfg)
+		}
+	}()
+	return f
+}
+
+func (f *fakeSSHD) serve(conn net.Conn, cfg *ssh.ServerConfig) {
+	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	f.mu.Lock()
+	f.logins++
+	f.conns = append(f.conns, conn)
+	f.mu.Unlock()
+	defer sc.Close()
+	go func() {
+		for r := range reqs { // keepalives: answered unless frozen
+			f.mu.Lock()
+			frozen := f.frozen
+			f.mu.Unlock()
+			if !frozen && r.WantReply {
+				r.Reply(false, nil)
+			}
+		}
+	}()
+	for nc := range chans {
+		ch, in, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer ch.Close()
+			for r := range in {
+				if r.Type == "exec" {
+					var p struct{ Command string }
+					ssh.Unmarshal(r.Payload, &p)
+					r.Reply(true, nil)
+					ch.Write([]byte(p.Command))
+					ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+					return
+				}
+				r.Reply(false, nil)
+			}
+		}()
+	}
+}
+
+// dropAll closes every connection, as a guest's reboot does.
+func (f *fakeSSHD) dropAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
+
+func (f *fakeSSHD) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.logins
+}
+
+func TestSSHTargetKeepsOneLoginAndRedialsWhenItDies(t *testing.T) {
+	key, _, err := newSSHKey(filepath.Join(t.TempDir(), "key"))
+	require.NoError(t, err)
+	f := startFakeSSHD(t, key.PublicKey())
+	s := &sshTarget{addr: f.addr, user: "kubenode", key: key}
+	defer s.close()
+	ctx := context.Background()
+
+	for _, cmd := range []string{"hostname", "cat /etc/machine-id", "true"} {
+		out, err := s.run(ctx, cmd)
+		require.NoError(t, err)
+		assert.Equal(t, cmd, out)
+	}
+	assert.Equal(t, 1, f.count(), "three commands, one login")
+
+	f.dropAll() // the guest rebooted
+	out, err := s.run(ctx, "cat /proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	assert.Equal(t, "cat /proc/sys/kernel/random/boot_id", out)
+	assert.Equal(t, 2, f.count(), "a new login once the kept one is gone")
+
+	// A connection that no longer answers its keepalive is replaced.
+	f.mu.Lock()
+	f.frozen = true
+	f.mu.Unlock()
+	began := time.Now()
+	ok := answers(s.kept, 200*time.Millisecond)
+	assert.False(t, ok, "a frozen connection does not answer")
+	assert.Less(t, time.Since(began), 2*time.Second)
+	f.mu.Lock()
+	f.frozen = false
+	f.mu.Unlock()
+	s.drop(s.kept)
+	_, err = s.run(ctx, "true")
+	require.NoError(t, err)
+	assert.Equal(t, 3, f.count())
+}
