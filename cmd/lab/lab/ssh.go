@@ -24,6 +24,8 @@ type sshTarget struct {
 	user string
 	key  ssh.Signer
 
+	keepalive time.Duration // keepaliveEvery when zero
+
 	mu   sync.Mutex
 	kept *ssh.Client
 }
@@ -69,7 +71,7 @@ func (s *sshTarget) connect(ctx context.Context) (*ssh.Client, error) {
 	c := s.kept
 	s.mu.Unlock()
 	if c != nil {
-		if answers(c, 5*time.Second) {
+		if answers(c, s.every()/2) {
 			return c, nil
 		}
 		s.drop(c)
@@ -108,6 +110,40 @@ func answers(c *ssh.Client, within time.Duration) bool {
 	}
 }
 
+// keepaliveEvery is how often a command's connection must answer a
+// keepalive (as OpenSSH's ServerAliveInterval), and how long it may take.
+const keepaliveEvery = 10 * time.Second
+
+func (s *sshTarget) every() time.Duration {
+	if s.keepalive > 0 {
+		return s.keepalive
+	}
+	return keepaliveEvery
+}
+
+// watch closes c once it stops answering keepalives, until stop is
+// called: a guest that reboots or dies mid-command may vanish without
+// closing the connection, and the command would wait for it forever.
+func watch(c *ssh.Client, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if !answers(c, every) {
+					c.Close()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // drop closes c and forgets it if it is the kept connection.
 func (s *sshTarget) drop(c *ssh.Client) {
 	s.mu.Lock()
@@ -143,6 +179,8 @@ func (s *sshTarget) run(ctx context.Context, command string) (string, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
+		stop := watch(c, s.every())
+		defer stop()
 		sess, err := c.NewSession()
 		if err != nil {
 			// Closed since the keepalive (the guest went down): once more
@@ -153,6 +191,8 @@ func (s *sshTarget) run(ctx context.Context, command string) (string, error) {
 				done <- result{nil, err}
 				return
 			}
+			stop := watch(nc, s.every())
+			defer stop()
 			if sess, err = nc.NewSession(); err != nil {
 				s.drop(nc)
 				done <- result{nil, err}

@@ -24,7 +24,7 @@ type fakeSSHD struct {
 	mu     sync.Mutex
 	logins int
 	conns  []net.Conn
-	frozen bool
+	frozen bool // neither keepalives nor commands get an answer
 }
 
 func startFakeSSHD(t *testing.T, client ssh.PublicKey) *fakeSSHD {
@@ -86,6 +86,12 @@ func (f *fakeSSHD) serve(conn net.Conn, cfg *ssh.ServerConfig) {
 			defer ch.Close()
 			for r := range in {
 				if r.Type == "exec" {
+					f.mu.Lock()
+					frozen := f.frozen
+					f.mu.Unlock()
+					if frozen {
+						continue // a guest gone mid-command: no answer, no close
+					}
 					var p struct{ Command string }
 					ssh.Unmarshal(r.Payload, &p)
 					r.Reply(true, nil)
@@ -151,4 +157,39 @@ func TestSSHTargetKeepsOneLoginAndRedialsWhenItDies(t *testing.T) {
 	_, err = s.run(ctx, "true")
 	require.NoError(t, err)
 	assert.Equal(t, 3, f.count())
+}
+
+// A command whose guest vanishes without closing the connection (a reboot
+// behind QEMU's user networking) ends once keepalives go unanswered,
+// instead of waiting forever; the next command logs in again.
+func TestSSHTargetGivesUpOnAConnectionThatStopsAnswering(t *testing.T) {
+	key, _, err := newSSHKey(filepath.Join(t.TempDir(), "key"))
+	require.NoError(t, err)
+	f := startFakeSSHD(t, key.PublicKey())
+	s := &sshTarget{addr: f.addr, user: "kubenode", key: key, keepalive: 100 * time.Millisecond}
+	defer s.close()
+	ctx := context.Background()
+	_, err = s.run(ctx, "true")
+	require.NoError(t, err)
+
+	f.mu.Lock()
+	f.frozen = true
+	f.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.run(ctx, "systemctl reboot")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.Error(t, err, "the command cannot have succeeded")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the command still waits on a connection that stopped answering")
+	}
+	f.mu.Lock()
+	f.frozen = false
+	f.mu.Unlock()
+	out, err := s.run(ctx, "cat /proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	assert.Equal(t, "cat /proc/sys/kernel/random/boot_id", out)
 }
