@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/tick"
 )
 
 // stepWaitCommunicator runs the SDK's StepConnect and says, every 30 s,
@@ -38,21 +40,12 @@ func (s *stepWaitCommunicator) Run(ctx context.Context, state multistep.StateBag
 		return s.connect.Run(ctx, state)
 	}
 	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(waitReportEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ui.Message(fmt.Sprintf("Still waiting for %s (%s elapsed of %s)", c.Comm.Type, time.Since(start).Round(time.Second), c.commTimeout()))
-			}
-		}
-	}()
+	stop := tick.Every(waitReportEvery, func() bool {
+		ui.Message(fmt.Sprintf("Still waiting for %s (%s elapsed of %s)", c.Comm.Type, time.Since(start).Round(time.Second), c.commTimeout()))
+		return true
+	})
 	action := s.probeThenConnect(ctx, state, c)
-	close(done)
+	stop()
 	if action == multistep.ActionContinue {
 		ui.Say(fmt.Sprintf("Connected with %s after %s", c.Comm.Type, time.Since(start).Round(time.Second)))
 		return action

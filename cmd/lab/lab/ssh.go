@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/tick"
 )
 
 // sshTarget is a node's sshd, reached through its forwarded port. One
@@ -125,23 +127,13 @@ func (s *sshTarget) every() time.Duration {
 // called: a guest that reboots or dies mid-command may vanish without
 // closing the connection, and the command would wait for it forever.
 func watch(c *ssh.Client, every time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if !answers(c, every) {
-					c.Close()
-					return
-				}
-			}
+	return tick.Every(every, func() bool {
+		if answers(c, every) {
+			return true
 		}
-	}()
-	return func() { close(done) }
+		c.Close()
+		return false
+	})
 }
 
 // drop closes c and forgets it if it is the kept connection.
