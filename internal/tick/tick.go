@@ -8,10 +8,13 @@ import (
 )
 
 // Every calls fn every d in a goroutine of its own, until fn returns false
-// or stop is called (stop may be called more than once).
+// or stop is called. When stop returns, fn is not running and will not be
+// called again; stop may be called more than once, but not from fn.
 func Every(d time.Duration, fn func() bool) (stop func()) {
 	done := make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
@@ -19,6 +22,13 @@ func Every(d time.Duration, fn func() bool) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
+				// A tick and stop may be ready together; select picks
+				// either, so stop wins here.
+				select {
+				case <-done:
+					return
+				default:
+				}
 				if !fn() {
 					return
 				}
@@ -26,5 +36,8 @@ func Every(d time.Duration, fn func() bool) (stop func()) {
 		}
 	}()
 	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }
+	return func() {
+		once.Do(func() { close(done) })
+		<-exited
+	}
 }

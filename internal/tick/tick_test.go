@@ -20,6 +20,31 @@ func TestEveryCallsUntilStopped(t *testing.T) {
 	assert.Equal(t, seen, n.Load(), "no call after stop")
 }
 
+// A stop that lands while fn runs returns only when fn has returned, and
+// the tick that was due meanwhile does not call fn again.
+func TestStopWaitsForARunningCall(t *testing.T) {
+	var running, after atomic.Bool
+	entered := make(chan struct{}, 1)
+	stop := Every(time.Millisecond, func() bool {
+		if after.Load() {
+			t.Error("fn called after stop returned")
+		}
+		running.Store(true)
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		time.Sleep(30 * time.Millisecond)
+		running.Store(false)
+		return true
+	})
+	<-entered
+	stop()
+	after.Store(true)
+	assert.False(t, running.Load(), "stop returned while fn was still running")
+	time.Sleep(20 * time.Millisecond)
+}
+
 func TestEveryEndsWhenFnSaysSo(t *testing.T) {
 	var n atomic.Int32
 	stop := Every(5*time.Millisecond, func() bool { return n.Add(1) < 2 })
