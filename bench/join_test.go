@@ -26,16 +26,12 @@ import (
 // Reported: ns/op (join -> Ready); peak-RSS-MB of the measured process
 // itself (VmHWM sampled from /proc while it runs: the joiner without the
 // kubeadm it starts, kubeadm without the kubelet); binary-MB of the joiner
-// built as released (-trimpath -s -w).
+// built as released (static, -trimpath, -s -w).
 func BenchmarkJoin(b *testing.B) {
 	harness.RequireRoot(b)
 	bin := harness.Kubernetes(b)
 	dir := b.TempDir()
-	joiner := filepath.Join(dir, "joiner")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", joiner, "../cmd/joiner")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the joiner: %v\n%s", err, out)
-	}
+	joiner := harness.JoinerAsReleased(b, filepath.Join(dir, "joiner"))
 	fi, err := os.Stat(joiner)
 	if err != nil {
 		b.Fatal(err)

@@ -4,10 +4,14 @@ package libvirt_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
 
@@ -37,7 +42,10 @@ const (
 // libvirtd, each with its own forwarded port): iso_url with iso_checksum
 // through the download step, boot_press_any_key, boot_command over
 // SendKey, the installer's reboot, SSH into the installed system, a shell
-// provisioner, shutdown, export. Then both exported images boot again.
+// provisioner, shutdown, export. Then both exported images boot again:
+// the UEFI one here with fresh firmware variables, the BIOS one fetched
+// over HTTP (disk_image = true) and built on a remote hypervisor
+// (qemu+ssh://).
 func TestInstallFromISO(t *testing.T) {
 	harness.Libvirtd(t)
 	iso := harness.InstallerISO(t)
@@ -95,22 +103,67 @@ func TestInstallFromISO(t *testing.T) {
 	}
 
 	// Both exported images boot again, each under its firmware, and hold
-	// what the provisioner wrote.
+	// what the provisioner wrote. The UEFI one boots on this libvirtd
+	// with fresh variables: the installed GRUB must be found without the
+	// first boot's NVRAM. The BIOS one is taken as users of the qemu
+	// builder take a cloud image (iso_url over HTTP with disk_image =
+	// true, checked against a published .sha256 file, through Packer's
+	// cache) and built on a hypervisor reached as a remote one,
+	// qemu+ssh://root@127.0.0.1:PORT/system through a throwaway sshd:
+	// every libvirt call, the upload and the download go over SSH.
+	remote := harness.SSHD(t)
+	biosName := "kn-it-iso-bios-" + suffix + ".qcow2"
+	biosDir := filepath.Join(r.outDir, "bios")
+	biosSum := fileSHA256(t, filepath.Join(biosDir, biosName))
+	require.NoError(t, os.WriteFile(filepath.Join(biosDir, biosName+".sha256"), []byte(biosSum+"  "+biosName+"\n"), 0o644))
+	var fetched sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fetched.Store(req.URL.Path, true)
+		http.FileServer(http.Dir(biosDir)).ServeHTTP(w, req)
+	}))
+	defer srv.Close()
 	start = time.Now()
 	again := startPacker(t, plugins, "boot-installed.pkr.hcl", "kn-it-iso-", func(a *packerRun) []string {
 		return []string{
 			"uefi_disk=" + filepath.Join(r.outDir, "uefi", "kn-it-iso-uefi-"+suffix+".qcow2"),
-			"bios_disk=" + filepath.Join(r.outDir, "bios", "kn-it-iso-bios-"+suffix+".qcow2"),
+			"bios_disk=true", "bios_iso_url=" + srv.URL + "/" + biosName,
+			"bios_iso_checksum=file:" + srv.URL + "/" + biosName + ".sha256",
+			"bios_libvirt_uri=" + remote,
 			"suffix=" + suffix, "output_root=" + a.outDir}
 	})
 	require.NoError(t, again.wait(20*time.Minute), again.output.String())
-	t.Logf("both exported images booted again: %s", time.Since(start).Round(time.Second))
+	t.Logf("both exported images booted again (BIOS on %s): %s", remote, time.Since(start).Round(time.Second))
+	out = again.output.String()
 	for _, fw := range []string{"uefi", "bios"} {
-		assert.Contains(t, again.output.String(), "kubenode-libvirt."+fw+": provisioned-"+fw)
-		serial, err := os.ReadFile(filepath.Join(again.outDir, fw+"2", "serial.log"))
-		require.NoError(t, err)
-		assert.Contains(t, string(serial), fmt.Sprintf(bootedFromDisk, fw))
-		assert.NotContains(t, string(serial), installStarted)
+		assert.Contains(t, out, "kubenode-libvirt."+fw+": provisioned-"+fw, "the exported image lost the provisioner's change")
+		assert.Contains(t, out, "kubenode-libvirt."+fw+": firmware-is-"+fw)
+		assert.Contains(t, out, "kubenode-libvirt."+fw+": hostname-is-kubenode-iso-"+fw, "the guest's host name, from the second build's seed")
+	}
+	serial, err := os.ReadFile(filepath.Join(again.outDir, "uefi2", "serial.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(serial), fmt.Sprintf(bootedFromDisk, "uefi"))
+	assert.NotContains(t, string(serial), installStarted)
+
+	// The remote build: fetched over HTTP into Packer's cache, its export
+	// downloaded over SSH, its serial log left on the hypervisor.
+	for _, p := range []string{"/" + biosName, "/" + biosName + ".sha256"} {
+		_, ok := fetched.Load(p)
+		assert.True(t, ok, "%s was not fetched", p)
+	}
+	cached, err := filepath.Glob(filepath.Join(again.cacheDir, "*.img"))
+	require.NoError(t, err)
+	require.Len(t, cached, 1, "the image is in Packer's cache")
+	assert.Equal(t, biosSum, fileSHA256(t, cached[0]))
+	info, err := exec.Command("qemu-img", "info", filepath.Join(again.outDir, "bios2", "kn-it-iso-bios2-"+suffix+".qcow2")).CombinedOutput()
+	require.NoError(t, err, string(info))
+	assert.Contains(t, string(info), "file format: qcow2", "the export downloaded over SSH")
+	_, err = os.Stat(filepath.Join(again.outDir, "bios2", "serial.log"))
+	assert.True(t, os.IsNotExist(err), "a remote hypervisor's serial log stays there")
+	for _, d := range virsh(t, "list", "--all", "--name") {
+		assert.NotContains(t, d, "kn-it-iso-", "domain left after a successful build")
+	}
+	for _, p := range virsh(t, "pool-list", "--all", "--name") {
+		assert.NotContains(t, p, "kn-it-iso-", "storage pool left after a successful build")
 	}
 }
 
@@ -143,4 +196,11 @@ func TestCommunicatorNoneWaitsForTheGuestToPowerOff(t *testing.T) {
 	for _, d := range virsh(t, "list", "--all", "--name") {
 		assert.NotContains(t, d, vm, "domain left after the build")
 	}
+}
+
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	sum, err := filehash.SHA256(path)
+	require.NoError(t, err)
+	return sum
 }

@@ -39,10 +39,7 @@ func newCluster(t *testing.T) *cluster {
 	harness.RequireRoot(t)
 	bin := harness.Kubernetes(t)
 	dir := t.TempDir()
-	joiner := filepath.Join(dir, "joiner")
-	build := exec.Command("go", "build", "-o", joiner, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "building the joiner")
+	joiner := harness.JoinerAsReleased(t, filepath.Join(dir, "joiner"))
 	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
 	node := harness.NodeT(t, harness.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
 	return &cluster{t: t, joiner: joiner, cp: cp, node: node, bin: bin, dir: dir}

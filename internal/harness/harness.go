@@ -90,12 +90,7 @@ func PluginDir(t testing.TB) string {
 	t.Helper()
 	packer := Packer(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "packer-plugin-kubenode")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, out)
-	}
+	bin := GoBuild(t, Root(), ".", filepath.Join(dir, "packer-plugin-kubenode"))
 	plugins := filepath.Join(dir, "plugins")
 	install := exec.Command(packer, "plugins", "install", "--path", bin, "github.com/kubenode/kubenode")
 	install.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1")

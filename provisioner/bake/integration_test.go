@@ -45,12 +45,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	k8s := harness.Kubernetes(t)
 	plugins := harness.PluginDir(t)
 	work := t.TempDir()
-	joiner := filepath.Join(work, "kubenode-joiner")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", joiner, "./cmd/joiner")
-	build.Dir = harness.Root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the joiner: %s", out)
+	joiner := harness.JoinerAsReleased(t, filepath.Join(work, "kubenode-joiner"))
 
 	// Image archives preloaded by the bake (the lab's pause and busybox
 	// images, built here), with the digests containerd must list for them.
@@ -90,7 +85,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	log := string(out)
 	t.Logf("packer build (bake twice, reboot, checks): %s", time.Since(began).Round(time.Second))
 	require.NoError(t, err, "packer build failed:\n%s", log)

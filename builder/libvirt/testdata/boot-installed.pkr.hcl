@@ -1,5 +1,8 @@
 # Integration test template: boot the images install-from-iso.pkr.hcl
 # exported, each under its own firmware, and read the provisioner's mark.
+# The BIOS one may be taken as users of the qemu builder take a cloud image
+# (bios_disk = "true": iso_url over HTTP with its checksum file) and built
+# on a remote hypervisor (bios_libvirt_uri = "qemu+ssh://...").
 packer {
   required_plugins {
     kubenode = {
@@ -10,7 +13,20 @@ packer {
 }
 
 variable "uefi_disk" { type = string }
+# A path, or "true" to boot bios_iso_url as the disk.
 variable "bios_disk" { type = string }
+variable "bios_iso_url" {
+  type    = string
+  default = null
+}
+variable "bios_iso_checksum" {
+  type    = string
+  default = null
+}
+variable "bios_libvirt_uri" {
+  type    = string
+  default = "qemu:///system"
+}
 variable "suffix" { type = string }
 variable "output_root" { type = string }
 
@@ -33,7 +49,10 @@ source "kubenode-libvirt" "uefi" {
 }
 
 source "kubenode-libvirt" "bios" {
+  libvirt_uri      = var.bios_libvirt_uri
   disk_image       = var.bios_disk
+  iso_url          = var.bios_iso_url
+  iso_checksum     = var.bios_iso_checksum
   firmware         = "bios"
   accelerator      = "tcg"
   cpus             = 1
@@ -53,6 +72,10 @@ source "kubenode-libvirt" "bios" {
 build {
   sources = ["source.kubenode-libvirt.uefi", "source.kubenode-libvirt.bios"]
   provisioner "shell" {
-    inline = ["cat /etc/kubenode-provisioned"]
+    inline = [
+      "cat /etc/kubenode-provisioned",
+      "echo hostname-is-$(hostname)",
+      "test -d /sys/firmware/efi && echo firmware-is-uefi || echo firmware-is-bios",
+    ]
   }
 }

@@ -42,12 +42,12 @@ func TestClusterAPI(t *testing.T) {
 	k8s := harness.KubernetesRelease(t, productionKubernetes)
 	base := lab.Options{
 		Root: root, Packer: harness.Packer(t),
-		Plugin:        goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), "."),
-		Joiner:        goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner"),
+		Plugin:        harness.GoBuild(t, root, ".", filepath.Join(bin, "packer-plugin-kubenode")),
+		Joiner:        harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner")),
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
 		Out: testWriter{t},
 	}
-	render := goBuildIn(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"), ".")
+	render := harness.GoBuild(t, filepath.Join(root, "cmd", "lab", "capirender"), ".", filepath.Join(bin, "kubenode-capi-render"))
 	before := hostState(t)
 	ctx := context.Background()
 	o := base

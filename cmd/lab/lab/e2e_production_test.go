@@ -50,8 +50,8 @@ func TestProductionImage(t *testing.T) {
 
 	o := lab.Options{
 		Root: root, Packer: harness.Packer(t),
-		Plugin:        goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), "."),
-		Joiner:        goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner"),
+		Plugin:        harness.GoBuild(t, root, ".", filepath.Join(bin, "packer-plugin-kubenode")),
+		Joiner:        harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner")),
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
 		Releases:     p.Releases,
 		JoinSeedOnly: true, ClusterCNI: true, Nodes: 2,

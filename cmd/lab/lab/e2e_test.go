@@ -51,9 +51,9 @@ func TestEndToEnd(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
 	bin := t.TempDir()
-	plugin := goBuild(t, filepath.Join(bin, "packer-plugin-kubenode"), ".")
-	joiner := goBuild(t, filepath.Join(bin, "kubenode-joiner"), "./cmd/joiner")
-	render := goBuildIn(t, filepath.Join(bin, "kubenode-capi-render"), filepath.Join(root, "cmd", "lab", "capirender"), ".")
+	plugin := harness.GoBuild(t, root, ".", filepath.Join(bin, "packer-plugin-kubenode"))
+	joiner := harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner"))
+	render := harness.GoBuild(t, filepath.Join(root, "cmd", "lab", "capirender"), ".", filepath.Join(bin, "kubenode-capi-render"))
 	k8s := harness.KubernetesRelease(t, productionKubernetes)
 	p := serveProductionReleases(t, k8s)
 	p.Releases.NodeLabels = map[string]string{"kubenode.io/image": "debian-12-cloud-node"}
@@ -528,23 +528,6 @@ func ready(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func goBuild(t *testing.T, out, pkg string) string {
-	t.Helper()
-	return goBuildIn(t, out, harness.Root(), pkg)
-}
-
-// goBuildIn builds pkg of the module in dir (a nested module has its own
-// go.mod) into out, static and with -trimpath.
-func goBuildIn(t *testing.T, out, dir, pkg string) string {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build %s in %s: %s", pkg, dir, b)
-	return out
 }
 
 func sum(t *testing.T, path string) string {

@@ -1,0 +1,41 @@
+package harness
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// GoBuild compiles pkg of the Go module in dir (the repository root, or a
+// nested module such as cmd/lab/capirender) into out as `make build` does:
+// the host toolchain's defaults, no -trimpath, cgo as the host has it. So
+// it reuses the packages `make lint`'s go vet and the tests compiled
+// already; a binary built as released (JoinerAsReleased) needs a whole
+// second compile of its dependency graph on a cold build cache.
+func GoBuild(t testing.TB, dir, pkg, out string) string {
+	t.Helper()
+	run(t, dir, nil, "go", "build", "-o", out, pkg)
+	return out
+}
+
+// JoinerAsReleased builds cmd/joiner for Linux into out as `make joiner`
+// releases it: static (CGO_ENABLED=0), -trimpath, -s -w. It is what goes
+// into a guest. Every test that needs the joiner builds it this one way,
+// so they share one compile of its graph.
+func JoinerAsReleased(t testing.TB, out string) string {
+	t.Helper()
+	run(t, Root(), []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"},
+		"go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/joiner")
+	return out
+}
+
+func run(t testing.TB, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v in %s: %v\n%s", name, args, filepath.Clean(dir), err, out)
+	}
+}
