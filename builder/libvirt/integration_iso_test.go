@@ -137,7 +137,7 @@ func TestInstallFromISO(t *testing.T) {
 	for _, fw := range []string{"uefi", "bios"} {
 		assert.Contains(t, out, "kubenode-libvirt."+fw+": provisioned-"+fw, "the exported image lost the provisioner's change")
 		assert.Contains(t, out, "kubenode-libvirt."+fw+": firmware-is-"+fw)
-		assert.Contains(t, out, "kubenode-libvirt."+fw+": hostname-is-kubenode-iso-"+fw, "the guest's host name, from the second build's seed")
+		assert.Contains(t, out, "kubenode-libvirt."+fw+": hostname-is-kubenode-iso-"+fw+"2", "the guest's host name, from the second build's seed (the install's was kubenode-iso-"+fw+")")
 	}
 	serial, err := os.ReadFile(filepath.Join(again.outDir, "uefi2", "serial.log"))
 	require.NoError(t, err)

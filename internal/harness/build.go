@@ -8,8 +8,9 @@ import (
 )
 
 // GoBuild compiles pkg of the Go module in dir (the repository root, or a
-// nested module such as cmd/lab/capirender) into out as `make build` does:
-// the host toolchain's defaults, no -trimpath, cgo as the host has it. So
+// nested module such as cmd/lab/capirender) into out as `make build` builds
+// the plugin: the host toolchain's defaults, no -trimpath, cgo as the host
+// has it (for binaries that run on this host alone). So
 // it reuses the packages `make lint`'s go vet and the tests compiled
 // already; a binary built as released (JoinerAsReleased) needs a whole
 // second compile of its dependency graph on a cold build cache.
@@ -19,13 +20,14 @@ func GoBuild(t testing.TB, dir, pkg, out string) string {
 	return out
 }
 
-// JoinerAsReleased builds cmd/joiner for Linux into out as `make joiner`
-// releases it: static (CGO_ENABLED=0), -trimpath, -s -w. It is what goes
-// into a guest. Every test that needs the joiner builds it this one way,
-// so they share one compile of its graph.
+// JoinerAsReleased builds cmd/joiner into out as `make joiner` releases it
+// for Linux: static (CGO_ENABLED=0), -trimpath, -s -w, for this host's
+// architecture (amd64 here, as the x86-64 guests). It is what goes into a
+// guest and what the tests that join this host run. Every test that needs
+// the joiner builds it this one way, so they share one compile of its graph.
 func JoinerAsReleased(t testing.TB, out string) string {
 	t.Helper()
-	run(t, Root(), []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"},
+	run(t, Root(), []string{"CGO_ENABLED=0"},
 		"go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/joiner")
 	return out
 }

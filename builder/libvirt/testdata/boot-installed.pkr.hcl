@@ -41,7 +41,7 @@ source "kubenode-libvirt" "uefi" {
   output_directory = "${var.output_root}/uefi2"
   linux {
     flavor   = "cloud-init"
-    hostname = "kubenode-iso-uefi"
+    hostname = "kubenode-iso-uefi2"
   }
   ssh_username     = "kubenode"
   ssh_timeout      = "10m"
@@ -62,7 +62,7 @@ source "kubenode-libvirt" "bios" {
   output_directory = "${var.output_root}/bios2"
   linux {
     flavor   = "cloud-init"
-    hostname = "kubenode-iso-bios"
+    hostname = "kubenode-iso-bios2"
   }
   ssh_username     = "kubenode"
   ssh_timeout      = "10m"

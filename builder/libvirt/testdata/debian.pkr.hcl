@@ -8,16 +8,7 @@ packer {
   }
 }
 
-# A path, or "true" to boot iso_url as the disk (as the qemu builder does).
 variable "base_disk" { type = string }
-variable "iso_url" {
-  type    = string
-  default = null
-}
-variable "iso_checksum" {
-  type    = string
-  default = null
-}
 variable "vm_name" { type = string }
 variable "output_directory" { type = string }
 variable "inline" { type = list(string) }
@@ -27,16 +18,9 @@ variable "check_http" {
   type    = bool
   default = false
 }
-variable "libvirt_uri" {
-  type    = string
-  default = "qemu:///system"
-}
 
 source "kubenode-libvirt" "it" {
-  libvirt_uri      = var.libvirt_uri
   disk_image       = var.base_disk
-  iso_url          = var.iso_url
-  iso_checksum     = var.iso_checksum
   disk_size        = "4G"
   memory           = 1024
   accelerator      = "tcg"
@@ -49,8 +33,7 @@ source "kubenode-libvirt" "it" {
     # en_US.UTF-8, would end its first boot in error.
     locale = "C.UTF-8"
   }
-  # Only when asked: a remote hypervisor's guest cannot reach this
-  # machine's HTTP server without http_bind_address, which Prepare demands.
+  # Served only for check_http.
   http_content     = var.check_http ? { "/kubenode-http-check" = "served-by-packer" } : {}
   ssh_username     = "kubenode"
   ssh_timeout      = "8m"
@@ -65,7 +48,6 @@ build {
   provisioner "shell" {
     inline = var.check_http ? ["python3 -c \"import urllib.request; print('http-check:', urllib.request.urlopen('http://${build.PackerHTTPAddr}/kubenode-http-check').read().decode())\""] : ["true"]
   }
-  # The image the second build boots is this post-processor's output.
   post-processor "kubenode-export" {
     formats     = ["qcow2"]
     compression = "zstd"
