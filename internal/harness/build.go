@@ -10,10 +10,10 @@ import (
 // GoBuild compiles pkg of the Go module in dir (the repository root, or a
 // nested module such as cmd/lab/capirender) into out as `make build` builds
 // the plugin: the host toolchain's defaults, no -trimpath, cgo as the host
-// has it (for binaries that run on this host alone). So
-// it reuses the packages `make lint`'s go vet and the tests compiled
-// already; a binary built as released (JoinerAsReleased) needs a whole
-// second compile of its dependency graph on a cold build cache.
+// has it (for binaries that run on this host alone). So it reuses the
+// packages `make lint`'s go vet and the tests compiled already; a binary
+// built as released (JoinerAsReleased) needs a whole second compile of its
+// dependency graph on a cold build cache.
 func GoBuild(t testing.TB, dir, pkg, out string) string {
 	t.Helper()
 	run(t, dir, nil, "go", "build", "-o", out, pkg)
