@@ -20,7 +20,9 @@
 # (kubectl version) and a containerd for it (docs/bake.md):
 #   -var kubernetes_version=v1.35.2 -var containerd_version=2.2.9. Without internet on
 # the build host, serve the upstream layout from a mirror:
-#   -var 'download_mirrors={"https://dl.k8s.io"="http://mirror:8080/dl.k8s.io","https://github.com"="http://mirror:8080/github.com"}'
+#   -var 'download_mirrors={"https://dl.k8s.io"="https://mirror:8443/dl.k8s.io","https://github.com"="https://mirror:8443/github.com"}'
+# (a plain http:// mirror also needs each download's sha256 in
+# artifact_checksums: its checksum files prove nothing; docs/bake.md)
 # and a local cloud image: -var cloud_image=debian-12.qcow2 -var cloud_image_checksum=none.
 #
 # Join a VM made from the image: make its seed disc with a bootstrap token
@@ -84,6 +86,18 @@ variable "download_mirrors" {
   type        = map(string)
   description = "official download URL prefix -> mirror prefix serving the same layout and checksum files (air-gapped builds); {} downloads from dl.k8s.io and github.com"
   default     = {}
+}
+
+variable "artifact_checksums" {
+  type        = map(string)
+  description = "artifact name -> sha256 each download is checked against too; needed for every download through a plain http:// mirror"
+  default     = {}
+}
+
+variable "trust_http_mirror_checksums" {
+  type        = bool
+  description = "take a plain http:// mirror's checksum files on trust instead of artifact_checksums: only for a mirror on a path nobody else is on (this machine)"
+  default     = false
 }
 
 variable "images" {
@@ -158,6 +172,10 @@ build {
     containerd_source = "tarball"
     install_crictl    = true
     download_mirrors  = var.download_mirrors
+    # A plain http:// mirror's checksum files prove nothing: its
+    # downloads are checked against artifact_checksums.
+    artifact_checksums          = var.artifact_checksums
+    trust_http_mirror_checksums = var.trust_http_mirror_checksums
     # The cluster's CNI DaemonSet writes the network config (the default).
     cni         = "none"
     artifacts   = { joiner = var.joiner }

@@ -44,6 +44,7 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 			if a.URL == "" {
 				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
 			} else {
+				unproven := c.unprovenChecksum(a)
 				var used []string
 				a, used = c.mirrored(a)
 				for _, prefix := range used {
@@ -52,7 +53,11 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 						ui.Say(fmt.Sprintf("kubenode-bake: download_mirrors: %s/... is downloaded from %s/...", prefix, c.DownloadMirrors[prefix]))
 					}
 				}
-				if local, verified, err = c.download(ctx, ui, a); err == nil {
+				if unproven != "" {
+					err = fmt.Errorf("artifact %s: download_mirrors fetches its checksum file %s over plain HTTP, which proves nothing about the download: "+
+						"give its sha256 as artifact_checksums.%s, use an https:// mirror, or set trust_http_mirror_checksums = true for a mirror on a path nobody else is on",
+						a.Name, unproven, a.Name)
+				} else if local, verified, err = c.download(ctx, ui, a); err == nil {
 					afterDownload(local)
 				}
 			}

@@ -154,10 +154,23 @@ type Config struct {
 	// matched on whole path segments, and a trailing `/` makes no
 	// difference. The mirror serves the upstream layout, checksum files
 	// included: downloads are verified against the mirror's checksum files
-	// (and `artifact_checksums`). Keys and values are absolute http(s)
-	// URLs. Files found through `artifacts` or `artifacts_dir` are not
-	// downloaded at all. Default: none.
+	// (and `artifact_checksums`). A plain `http://` mirror's checksum files
+	// prove nothing (whoever is on the way to it can serve any file with a
+	// matching checksum), so every artifact downloaded through one needs
+	// its sha256 in `artifact_checksums`, unless
+	// `trust_http_mirror_checksums` is set; `packer validate` names both
+	// keys otherwise (with `guest_os_type` unset it checks a Linux guest's
+	// downloads; a Windows guest's are checked before they are
+	// downloaded). Keys and values are absolute http(s) URLs. Files found
+	// through `artifacts` or `artifacts_dir` are not downloaded at all.
+	// Default: none.
 	DownloadMirrors map[string]string `mapstructure:"download_mirrors"`
+	// Take the checksum files of a plain `http://` mirror in
+	// `download_mirrors` on trust, instead of `artifact_checksums`: only for
+	// a mirror on a path nobody else is on, such as one on this machine's
+	// 127.0.0.1 serving files built here (the lab's). They then catch a
+	// damaged download, not a changed one. Default false.
+	TrustHTTPMirrorChecksums bool `mapstructure:"trust_http_mirror_checksums"`
 	// Directory downloads are cached in. Default: Packer's cache
 	// (`PACKER_CACHE_DIR`, else `packer_cache`).
 	DownloadCacheDir string `mapstructure:"download_cache_dir"`
@@ -469,7 +482,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloadMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = append(c.versionWarnings(), c.registryMirrorWarnings()...)
+	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.downloadMirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}

@@ -39,6 +39,7 @@ type FlatConfig struct {
 	ArtifactHTTPBindAddress       *string              `mapstructure:"artifact_http_bind_address" cty:"artifact_http_bind_address" hcl:"artifact_http_bind_address"`
 	ArtifactHTTPPort              *int                 `mapstructure:"artifact_http_port" cty:"artifact_http_port" hcl:"artifact_http_port"`
 	DownloadMirrors               map[string]string    `mapstructure:"download_mirrors" cty:"download_mirrors" hcl:"download_mirrors"`
+	TrustHTTPMirrorChecksums      *bool                `mapstructure:"trust_http_mirror_checksums" cty:"trust_http_mirror_checksums" hcl:"trust_http_mirror_checksums"`
 	DownloadCacheDir              *string              `mapstructure:"download_cache_dir" cty:"download_cache_dir" hcl:"download_cache_dir"`
 	HTTPProxy                     *string              `mapstructure:"http_proxy" cty:"http_proxy" hcl:"http_proxy"`
 	HTTPSProxy                    *string              `mapstructure:"https_proxy" cty:"https_proxy" hcl:"https_proxy"`
@@ -105,6 +106,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"artifact_http_bind_address":       &hcldec.AttrSpec{Name: "artifact_http_bind_address", Type: cty.String, Required: false},
 		"artifact_http_port":               &hcldec.AttrSpec{Name: "artifact_http_port", Type: cty.Number, Required: false},
 		"download_mirrors":                 &hcldec.AttrSpec{Name: "download_mirrors", Type: cty.Map(cty.String), Required: false},
+		"trust_http_mirror_checksums":      &hcldec.AttrSpec{Name: "trust_http_mirror_checksums", Type: cty.Bool, Required: false},
 		"download_cache_dir":               &hcldec.AttrSpec{Name: "download_cache_dir", Type: cty.String, Required: false},
 		"http_proxy":                       &hcldec.AttrSpec{Name: "http_proxy", Type: cty.String, Required: false},
 		"https_proxy":                      &hcldec.AttrSpec{Name: "https_proxy", Type: cty.String, Required: false},

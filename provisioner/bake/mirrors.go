@@ -38,7 +38,90 @@ func (c *Config) prepareDownloadMirrors() []error {
 	if c.DownloadMirrors != nil {
 		c.DownloadMirrors = clean
 	}
+	if len(errs) > 0 {
+		return errs
+	}
+	var unproven, mirrors []string
+	for _, a := range c.plannedDownloads() {
+		if c.unprovenChecksum(a) != "" {
+			unproven = append(unproven, a.Name)
+			if _, prefix := mirrorURL(c.DownloadMirrors, a.ChecksumURL); !slices.Contains(mirrors, c.DownloadMirrors[prefix]) {
+				mirrors = append(mirrors, c.DownloadMirrors[prefix])
+			}
+		}
+	}
+	if len(unproven) > 0 {
+		slices.Sort(mirrors)
+		errs = append(errs, fmt.Errorf("download_mirrors: %s: plain HTTP, so the mirror's checksum files prove nothing (whoever is on the way to it can serve any file with a matching checksum): "+
+			"give the sha256 of %s in artifact_checksums, use an https:// mirror, or set trust_http_mirror_checksums = true for a mirror on a path nobody else is on (such as this machine's 127.0.0.1)",
+			strings.Join(mirrors, ", "), strings.Join(unproven, ", ")))
+	}
 	return errs
+}
+
+func isPlainHTTP(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Scheme == "http"
+}
+
+// unprovenChecksum returns the checksum URL download_mirrors makes of a's
+// when that is plain HTTP and nothing else vouches for the download
+// (neither artifact_checksums nor trust_http_mirror_checksums), else "".
+func (c *Config) unprovenChecksum(a versions.Artifact) string {
+	u, prefix := mirrorURL(c.DownloadMirrors, a.ChecksumURL)
+	if a.ChecksumURL == "" || prefix == "" || !isPlainHTTP(u) || c.ArtifactChecksums[a.Name] != "" || c.TrustHTTPMirrorChecksums {
+		return ""
+	}
+	return u
+}
+
+// plannedDownloads are the artifacts the build downloads, as far as the
+// configuration tells: guest_os_type's (a Linux guest's when it is unset;
+// resolve checks a Windows guest's), less those given as local files.
+func (c *Config) plannedDownloads() []versions.Artifact {
+	var arts []versions.Artifact
+	if c.GuestOS == "windows" {
+		k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
+		ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
+		cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
+		if errK != nil || errC != nil || errN != nil {
+			return nil // validateVersions says why
+		}
+		arts = append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
+		if cr, ok, err := c.crictl(k8s); err == nil && ok {
+			arts = append(arts, cr.WindowsArtifact())
+		}
+	} else {
+		_, arts, _ = c.linuxPlan() // on an error, other checks say why
+	}
+	var out []versions.Artifact
+	for _, a := range arts {
+		if local, err := c.localArtifact(a); a.URL != "" && local == "" && err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// downloadMirrorWarnings say, for each plain-HTTP download_mirrors entry,
+// what proves its downloads and what it leaves open.
+func (c *Config) downloadMirrorWarnings() []string {
+	var out []string
+	for _, k := range sortedKeys(c.DownloadMirrors) {
+		v := c.DownloadMirrors[k]
+		if !isPlainHTTP(v) {
+			continue
+		}
+		entry := fmt.Sprintf("download_mirrors[%q] = %q: plain HTTP", k, v)
+		if c.TrustHTTPMirrorChecksums {
+			out = append(out, entry+", and trust_http_mirror_checksums takes its checksum files on trust: they catch a damaged download, not a changed one "+
+				"(whoever is on the way to the mirror can serve any file with a matching checksum); use it only for a mirror on a path nobody else is on")
+		} else {
+			out = append(out, entry+": artifact_checksums, not the mirror's checksum files, proves each download (a changed file fails the build); "+
+				"whoever is on the way to the mirror still sees what is downloaded and can withhold it")
+		}
+	}
+	return out
 }
 
 // mirrorURLProblem says why u is no prefix download_mirrors can use, or "".

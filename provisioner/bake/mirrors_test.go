@@ -27,6 +27,7 @@ func TestMirrorURL(t *testing.T) {
 			"https://github.com/containerd/":      "https://containerd-mirror.example/gh",
 			"https://github.com/opencontainers/x": "http://unused.example",
 		},
+		"trust_http_mirror_checksums": true,
 	}))
 	for in, want := range map[string][2]string{
 		// The longest matching prefix wins.
@@ -120,7 +121,9 @@ func upstreamLayout(t *testing.T, arts []versions.Artifact) (*httptest.Server, f
 // CNI plugins, crictl) and its checksum file come from the mirror, which
 // serves the upstream layout; each is verified against the mirror's
 // checksum file and artifact_checksums, the UI names each mirror once,
-// and a second resolve finds the files in the cache.
+// and a second resolve finds the files in the cache. (The test's mirror is
+// plain HTTP on 127.0.0.1: trust_http_mirror_checksums lets its checksum
+// files count.)
 func TestDownloadMirrorsServeEveryOfficialDownload(t *testing.T) {
 	k8s, err := versions.LookupKubernetes("v1.33.13")
 	require.NoError(t, err)
@@ -140,7 +143,8 @@ func TestDownloadMirrorsServeEveryOfficialDownload(t *testing.T) {
 			"https://dl.k8s.io":  srv.URL + "/dl.k8s.io",
 			"https://github.com": srv.URL + "/github.com/",
 		},
-		"artifact_checksums": map[string]string{"kubeadm": sum("the real kubeadm")},
+		"artifact_checksums":          map[string]string{"kubeadm": sum("the real kubeadm")},
+		"trust_http_mirror_checksums": true,
 	}))
 	ui := &recordingUi{Ui: packersdk.TestUi(t)}
 	got, err := c.resolve(context.Background(), ui, arts)
@@ -193,4 +197,112 @@ func (u *recordingUi) Say(s string) {
 	u.said = append(u.said, s)
 	u.mu.Unlock()
 	u.Ui.Say(s)
+}
+
+// A plain-HTTP mirror serves the checksum files too, so they prove
+// nothing: packer validate wants every artifact the build downloads
+// through it in artifact_checksums, or trust_http_mirror_checksums, and
+// names both keys; a warning says what the mirror leaves open.
+func TestPlainHTTPMirrorNeedsChecksumsFromElsewhere(t *testing.T) {
+	kubelet := filepath.Join(t.TempDir(), "kubelet")
+	require.NoError(t, os.WriteFile(kubelet, []byte("a local kubelet"), 0o644))
+	all := map[string]string{}
+	for _, name := range []string{"kubelet", "kubeadm", "kubectl", "containerd", "runc", "cni-plugins", "crictl"} {
+		all[name] = sum(name)
+	}
+	httpMirrors := map[string]string{"https://dl.k8s.io": "http://127.0.0.1:8080/dl.k8s.io", "https://github.com": "HTTP://mirror.example/github.com"}
+	for name, tc := range map[string]struct {
+		cfg      map[string]any
+		err      []string
+		warnings []string
+	}{
+		"no checksums": {
+			cfg: map[string]any{"download_mirrors": httpMirrors},
+			err: []string{"download_mirrors: HTTP://mirror.example/github.com, http://127.0.0.1:8080/dl.k8s.io: plain HTTP, so the mirror's checksum files prove nothing",
+				"give the sha256 of kubelet, kubeadm, kubectl, containerd, runc, cni-plugins, crictl in artifact_checksums",
+				"or set trust_http_mirror_checksums = true"},
+		},
+		"some checksums, a local kubelet": {
+			cfg: map[string]any{"download_mirrors": httpMirrors, "artifacts": map[string]string{"kubelet": kubelet},
+				"artifact_checksums": map[string]string{"kubeadm": sum("kubeadm"), "containerd": sum("containerd")}},
+			err: []string{"give the sha256 of kubectl, runc, cni-plugins, crictl in artifact_checksums"},
+		},
+		"only the plain-HTTP mirror's downloads": {
+			cfg: map[string]any{"download_mirrors": map[string]string{"https://github.com": "http://mirror.example/github.com", "https://dl.k8s.io": "https://mirror.example/dl.k8s.io"},
+				"install_crictl": false},
+			err: []string{"download_mirrors: http://mirror.example/github.com: plain HTTP", "give the sha256 of containerd, runc, cni-plugins in artifact_checksums"},
+		},
+		"a Windows guest's": {
+			cfg: map[string]any{"download_mirrors": httpMirrors, "guest_os_type": "windows", "artifact_checksums": all},
+			err: []string{"give the sha256 of kube-log-runner in artifact_checksums"},
+		},
+		"every checksum": {
+			cfg:      map[string]any{"download_mirrors": httpMirrors, "artifact_checksums": all},
+			warnings: []string{`download_mirrors["https://dl.k8s.io"] = "http://127.0.0.1:8080/dl.k8s.io": plain HTTP: artifact_checksums, not the mirror's checksum files, proves each download`},
+		},
+		"trusted": {
+			cfg:      map[string]any{"download_mirrors": httpMirrors, "trust_http_mirror_checksums": true},
+			warnings: []string{`download_mirrors["https://dl.k8s.io"] = "http://127.0.0.1:8080/dl.k8s.io": plain HTTP, and trust_http_mirror_checksums takes its checksum files on trust: they catch a damaged download, not a changed one`},
+		},
+		"https": {
+			cfg: map[string]any{"download_mirrors": map[string]string{"https://dl.k8s.io": "https://mirror.example/dl.k8s.io"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cfg["download_cache_dir"] = t.TempDir()
+			var c Config
+			err := c.Prepare(tc.cfg)
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				for _, want := range tc.err {
+					assert.Contains(t, err.Error(), want)
+				}
+				return
+			}
+			for _, want := range tc.warnings {
+				assert.Contains(t, strings.Join(c.warnings, "\n"), want)
+			}
+			if tc.warnings == nil {
+				assert.Empty(t, c.warnings)
+			}
+		})
+	}
+}
+
+// What validation cannot see (a Windows guest found at build time) is
+// refused before the download: the checksum over plain HTTP is never the
+// only proof.
+func TestPlainHTTPChecksumIsNeverTheOnlyProof(t *testing.T) {
+	k8s, err := versions.LookupKubernetes("v1.33.13")
+	require.NoError(t, err)
+	arts := k8s.WindowsArtifacts()
+	srv, asked := upstreamLayout(t, arts)
+	sums := map[string]string{}
+	for _, a := range arts[:3] {
+		sums[a.Name] = sum("the real " + a.FileName)
+	}
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{
+		"download_cache_dir": t.TempDir(),
+		"download_mirrors":   map[string]string{"https://dl.k8s.io": srv.URL + "/dl.k8s.io"},
+		"install_crictl":     false,
+		"containerd_source":  "package",
+		"artifact_checksums": sums,
+	}))
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kube-log-runner: download_mirrors fetches its checksum file "+srv.URL+"/dl.k8s.io/release/v1.33.13/bin/windows/amd64/kube-log-runner.exe.sha256 over plain HTTP, which proves nothing about the download: give its sha256 as artifact_checksums.kube-log-runner")
+	for _, p := range asked() {
+		assert.NotContains(t, p, "kube-log-runner", "nothing of it was fetched")
+	}
+
+	// A mirror changing a file and its checksum file together fails
+	// against artifact_checksums.
+	c.ArtifactChecksums["kube-log-runner"] = sum("what upstream publishes")
+	_, err = c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kube-log-runner: ")
+	assert.Contains(t, err.Error(), "artifact_checksums.kube-log-runner says "+sum("what upstream publishes"))
 }

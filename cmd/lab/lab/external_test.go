@@ -105,6 +105,7 @@ func TestReleasesTemplateVars(t *testing.T) {
 		Containerd: "2.3.7", CNIPlugins: "v1.1.1"}
 	assert.Equal(t, []string{"-var", "cloud_image=/d/base.qcow2", "-var", "cloud_image_checksum=none",
 		"-var", `download_mirrors={"https://dl.k8s.io" = "http://127.0.0.1:1/dl.k8s.io", "https://github.com" = "http://127.0.0.1:1/github.com"}`,
+		"-var", "trust_http_mirror_checksums=true",
 		"-var", "containerd_version=2.3.7", "-var", "cni_plugins_version=v1.1.1"}, r.templateVars("/d/base.qcow2"))
 	r.NodeLabels = map[string]string{"kubenode.io/pool": "b", "kubenode.io/image": "a"}
 	assert.Contains(t, r.templateVars("/d/base.qcow2"), `node_labels={"kubenode.io/image" = "a", "kubenode.io/pool" = "b"}`)
