@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
@@ -92,8 +94,9 @@ func TestProductionLinuxExample(t *testing.T) {
 			require.NotEmpty(t, bakes, "a kubenode-bake provisioner")
 			if path != "examples/debian-12-cloud-node.pkr.hcl" {
 				// The integration test's template parses; it bakes the
-				// lab's flow (Debian's containerd, bridge CNI, local
-				// binaries) until it is converted to this one.
+				// Cluster API example's recipe (Debian's containerd, local
+				// binaries), which TestBakeGuestTestBakesTheClusterAPIExample
+				// holds it to.
 				return
 			}
 			require.Len(t, bakes, 1)
@@ -124,6 +127,77 @@ func keys(v cty.Value) []string {
 	var out []string
 	for k := range v.AsValueMap() {
 		out = append(out, k)
+	}
+	return out
+}
+
+// TestBakeGuestTestBakesTheClusterAPIExample: the Cluster API example is
+// built in CI as the bake's guest test's template
+// (provisioner/bake/testdata/bake-linux.pkr.hcl), whose image the Cluster
+// API end-to-end test boots. That template must bake the example's recipe:
+// its source sets every key the example's does, to the same expression
+// (but the names, the output folder and the accelerator the example leaves
+// to a variable), its first kubenode-bake has every key and block of the
+// example's, and its export writes the same formats. It adds what the
+// test needs beside: a registry mirror, a second bake, a reboot and checks.
+func TestBakeGuestTestBakesTheClusterAPIExample(t *testing.T) {
+	example := hclBlocks(t, "examples/debian-12-capi.pkr.hcl")
+	test := hclBlocks(t, "provisioner/bake/testdata/bake-linux.pkr.hcl")
+	own := map[string]bool{"vm_name": true, "output_directory": true, "accelerator": true, "linux.hostname": true}
+	for key, expr := range example["source"] {
+		if own[key] {
+			continue
+		}
+		assert.Equal(t, expr, test["source"][key], "source key %s", key)
+	}
+	require.NotEmpty(t, example["kubenode-bake"])
+	for key, expr := range example["kubenode-bake"] {
+		assert.Equal(t, expr, test["kubenode-bake"][key], "kubenode-bake key %s", key)
+	}
+	assert.Equal(t, example["kubenode-export"]["formats"], test["kubenode-export"]["formats"])
+}
+
+// hclBlocks reads a template's first source, first kubenode-bake and
+// first kubenode-export: each attribute's expression as written, nested
+// blocks' attributes as "block.key" and dynamic blocks as "dynamic.label".
+func hclBlocks(t *testing.T, path string) map[string]map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+	out := map[string]map[string]string{}
+	var read func(prefix string, b *hclsyntax.Body, into map[string]string)
+	read = func(prefix string, b *hclsyntax.Body, into map[string]string) {
+		for name, a := range b.Attributes {
+			into[prefix+name] = string(a.Expr.Range().SliceBytes(src))
+		}
+		for _, blk := range b.Blocks {
+			if blk.Type == "dynamic" {
+				into["dynamic."+blk.Labels[0]] = string(blk.Body.Range().SliceBytes(src))
+				continue
+			}
+			read(prefix+blk.Type+".", blk.Body, into)
+		}
+	}
+	take := func(kind string, b *hclsyntax.Body) {
+		if _, done := out[kind]; done {
+			return
+		}
+		out[kind] = map[string]string{}
+		read("", b, out[kind])
+	}
+	for _, blk := range f.Body.(*hclsyntax.Body).Blocks {
+		switch blk.Type {
+		case "source":
+			take("source", blk.Body)
+		case "build":
+			for _, p := range blk.Body.Blocks {
+				if (p.Type == "provisioner" || p.Type == "post-processor") && len(p.Labels) == 1 {
+					take(p.Labels[0], p.Body)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -88,14 +88,21 @@ func Packer(t testing.TB) string {
 // directory, which it returns (use it as PACKER_PLUGIN_PATH).
 func PluginDir(t testing.TB) string {
 	t.Helper()
+	plugins, _ := pluginDir(t)
+	return plugins
+}
+
+// pluginDir is PluginDir, and the plugin binary it installed.
+func pluginDir(t testing.TB) (plugins, bin string) {
+	t.Helper()
 	packer := Packer(t)
 	dir := t.TempDir()
-	bin := GoBuild(t, Root(), ".", filepath.Join(dir, "packer-plugin-kubenode"))
-	plugins := filepath.Join(dir, "plugins")
+	bin = GoBuild(t, Root(), ".", filepath.Join(dir, "packer-plugin-kubenode"))
+	plugins = filepath.Join(dir, "plugins")
 	install := exec.Command(packer, "plugins", "install", "--path", bin, "github.com/kubenode/kubenode")
 	install.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
-	return plugins
+	return plugins, bin
 }

@@ -3,92 +3,35 @@
 package bake_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
-
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
-	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
-	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // TestLinuxBakeInATCGGuest bakes a Debian guest (the harness's base disk,
-// booted by kubenode-libvirt under TCG) from local artifacts: the cached
-// kubelet/kubeadm/kubectl of scripts/k8s-binaries.sh's release, Debian's containerd, runc and CNI
-// plugins, and a joiner built here. It bakes twice (the second bake must
-// change nothing), reboots, and runs testdata/check-linux.sh inside the
-// guest, whose every failed check fails the build.
+// booted by kubenode-libvirt under TCG) into a Cluster API node image from
+// local artifacts: the cached kubelet/kubeadm/kubectl of
+// scripts/k8s-binaries.sh's release, Debian's containerd, runc and CNI
+// plugins, the lab's images, and one pulled through a registry mirror. It
+// bakes twice (the second bake must change nothing), reboots, runs
+// testdata/check-linux.sh inside the guest, whose every failed check fails
+// the build, and exports a qcow2 and a containerDisk, which the Cluster API
+// end-to-end test boots again (harness.BakeLinux).
 func TestLinuxBakeInATCGGuest(t *testing.T) {
-	harness.Libvirtd(t)
-	base := harness.BaseDisk(t)
-	k8s := harness.Kubernetes(t)
-	plugins := harness.PluginDir(t)
-	work := t.TempDir()
-	joiner := harness.JoinerAsReleased(t, filepath.Join(work, "kubenode-joiner"))
-
-	// Image archives preloaded by the bake (the lab's pause and busybox
-	// images, built here), with the digests containerd must list for them.
-	// The release the harness built, and the pause image the version
-	// table names for it.
-	v, err := exec.Command(filepath.Join(k8s, "kubeadm"), "version", "-o", "short").Output()
-	require.NoError(t, err)
-	version := strings.TrimSpace(string(v))
-	release, err := versions.LookupKubernetes(version)
-	require.NoError(t, err)
-	pause := release.PauseImage
-	src, err := labimages.KubernetesSourceDir(context.Background(), version)
-	require.NoError(t, err)
-	built, err := labimages.Build(context.Background(), labimages.Options{PauseRef: pause, KubernetesSourceDir: src})
-	require.NoError(t, err)
-	var images []preloaded
-	var refs []string
-	for _, im := range built {
-		images = append(images, preloaded{Ref: im.Ref, Archive: im.Archive, SHA256: im.SHA256, Digest: im.Digest})
-		refs = append(refs, fmt.Sprintf("%q", im.Ref))
-	}
-	// A registry on this host (go-containerregistry's, in memory) holding
-	// the busybox image: the bake pulls it by a name no DNS resolves,
-	// through the registry mirror it configures for that name.
-	mirror, pulled := serveMirror(t, built[1])
-	images = append(images, pulled)
-	refs = append(refs, fmt.Sprintf("%q", pulled.Ref))
-
-	began := time.Now()
-	cmd := exec.Command(harness.Packer(t), "build", "-color=false",
-		"-var", "base_disk="+base, "-var", "vm_name=kubenode-bake-it",
-		"-var", "output_directory="+filepath.Join(work, "output"),
-		"-var", "kubernetes_dir="+k8s, "-var", "joiner="+joiner,
-		"-var", "kubernetes_version="+version, "-var", "pause_image="+pause,
-		"-var", "images="+labimages.TemplateVar(built), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
-		"-var", "mirror_endpoint="+mirror, "-var", fmt.Sprintf("pull_images=[%q]", pulled.Ref),
-		filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"))
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	log := string(out)
-	t.Logf("packer build (bake twice, reboot, checks): %s", time.Since(began).Round(time.Second))
-	require.NoError(t, err, "packer build failed:\n%s", log)
+	b := harness.BakeLinux(t, true)
+	log, version, pause, k8s, images := b.Log, b.Version, b.PauseImage, b.KubernetesDir, b.Images
 
 	// The first bake changed things, the second nothing.
 	done := regexp.MustCompile(`kubenode-bake: done, (\d+) changes`).FindAllStringSubmatch(log, -1)
@@ -117,20 +60,17 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.Equal(t, moved[0][2:4], moved[1][2:4], "the same artifacts")
 	assert.Contains(t, log, "kubenode-bake [fetch-artifacts]: the guest downloads")
 	files, _ := strconv.Atoi(moved[0][2])
-	assert.Equal(t, 4+len(built), files, "kubelet, kubeadm, kubectl, the joiner and the image archives")
+	assert.Equal(t, 3+len(images)-1, files, "kubelet, kubeadm, kubectl and the image archives (the pulled image has none)")
 	assert.Equal(t, 2*files, strings.Count(log, "ok: artifact "), "each artifact's sha256 checked in the guest, in both bakes:\n%s", log)
 	t.Logf("artifact transfer figures: %s files, %s MiB: HTTP %ss (%s MiB/s), communicator (SSH) %ss (%s MiB/s)", moved[0][2], moved[0][3], moved[0][4], moved[0][5], moved[1][4], moved[1][5])
-	steps := []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "joiner", "self-check", "generalize", "cleanup"}
-	if len(images) > 0 {
-		steps = append(steps, "images")
-	}
+	steps := []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "images", "cluster-api", "self-check", "generalize", "cleanup"}
 	for _, step := range steps {
 		assert.Contains(t, log, "kubenode-bake ["+step+"]")
 	}
 	// Every in-guest check ran and passed.
-	script, err := os.ReadFile(filepath.Join(harness.Root(), "provisioner", "bake", "testdata", "check-linux.sh"))
+	script, err := os.ReadFile(b.CheckScript)
 	require.NoError(t, err)
-	want := strings.Count(string(script), "\ncheck \"") + 3 + len(images) // plus the loops over three units and the images
+	want := strings.Count(string(script), "\ncheck \"") + 2 + len(images) // plus the loops over two units and the images
 	assert.Equal(t, want, strings.Count(log, "CHECK ok: "), log)
 	for _, im := range images {
 		assert.Contains(t, log, "CHECK ok: image "+im.Ref+" in containerd's k8s.io namespace after the reboot")
@@ -138,7 +78,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.NotContains(t, log, "CHECK FAILED")
 
 	// kubenode-export's manifest says what was baked.
-	data, err := os.ReadFile(filepath.Join(work, "output", "kubenode-manifest.json"))
+	data, err := os.ReadFile(filepath.Join(b.Dir, "kubenode-manifest.json"))
 	require.NoError(t, err)
 	var m struct {
 		OS struct {
@@ -148,7 +88,10 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 			Name       string `json:"name"`
 			SeedFlavor string `json:"seed_flavor"`
 		} `json:"os"`
-		Baked *baked.Facts `json:"baked"`
+		Baked   *baked.Facts `json:"baked"`
+		Outputs []struct {
+			Format string `json:"format"`
+		} `json:"outputs"`
 	}
 	require.NoError(t, json.Unmarshal(data, &m))
 	// The OS is what the guest reported (/etc/os-release), not the seed.
@@ -162,40 +105,23 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.Equal(t, pause, m.Baked.PauseImage)
 	assert.True(t, strings.HasPrefix(m.Baked.Containerd, "1.6."), "Debian 12's containerd: %q", m.Baked.Containerd)
 	assert.NotEmpty(t, m.Baked.CNIPlugins)
-	assert.NotEmpty(t, m.Baked.Joiner)
-	for name, path := range map[string]string{"kubelet": filepath.Join(k8s, "kubelet"), "kubeadm": filepath.Join(k8s, "kubeadm"), "kubectl": filepath.Join(k8s, "kubectl"), "joiner": joiner} {
+	assert.Equal(t, "cluster-api", m.Baked.Bootstrap)
+	assert.Empty(t, m.Baked.Joiner, "no joiner in a Cluster API image")
+	assert.NotContains(t, m.Baked.Checksums, "joiner")
+	for name, path := range map[string]string{"kubelet": filepath.Join(k8s, "kubelet"), "kubeadm": filepath.Join(k8s, "kubeadm"), "kubectl": filepath.Join(k8s, "kubectl")} {
 		assert.Equal(t, fileSum(t, path), m.Baked.Checksums[name], name)
 	}
+	var formats []string
+	for _, o := range m.Outputs {
+		formats = append(formats, o.Format)
+	}
+	assert.ElementsMatch(t, []string{"qcow2", "containerdisk"}, formats)
 	assertPreloaded(t, images, m.Baked.Images)
 }
 
-// serveMirror serves a registry on 127.0.0.1, which the guest reaches as
-// 10.0.2.2, holding img under registry.kubenode.test's path; it returns
-// the mirror's endpoint for the guest and the image as the bake must list
-// it after pulling it.
-func serveMirror(t *testing.T, img labimages.Image) (string, preloaded) {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	image, _, err := img.Load(t.TempDir())
-	require.NoError(t, err)
-	_, tag, _ := strings.Cut(strings.TrimPrefix(img.Ref, "localhost/"), ":")
-	path := "kubenode-lab/busybox:" + tag
-	dest, err := name.NewTag(host+"/"+path, name.Insecure)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(dest, image))
-	_, port, _ := strings.Cut(host, ":")
-	return "http://10.0.2.2:" + port, preloaded{Ref: "registry.kubenode.test/" + path, Digest: img.Digest}
-}
-
-// preloaded is an image archive the bake imports: the reference it holds,
-// the archive and its sha256, and the digest containerd lists for it.
-type preloaded struct{ Ref, Archive, SHA256, Digest string }
-
 // assertPreloaded checks the manifest's baked.images: each archive's image
 // listed by containerd with the digest expected of it, nothing else.
-func assertPreloaded(t *testing.T, images []preloaded, got []baked.Image) {
+func assertPreloaded(t *testing.T, images []harness.Preloaded, got []baked.Image) {
 	t.Helper()
 	require.NotNil(t, got, "baked.images is a list, empty when nothing was preloaded")
 	want := []baked.Image{}

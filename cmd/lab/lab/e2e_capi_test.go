@@ -23,9 +23,11 @@ import (
 )
 
 // TestClusterAPI is `make e2e-capi`: an image baked with
-// bootstrap = "cluster-api" (examples/debian-12-capi.pkr.hcl, exported as
-// a zstd qcow2 and a KubeVirt containerDisk) joins a cluster through the
-// kubeadm bootstrap data Cluster API's own code renders
+// bootstrap = "cluster-api" (the bake's guest test's image,
+// harness.BakeLinux: Debian's containerd, exported as a zstd qcow2 and a
+// KubeVirt containerDisk; taken from the cache when `make integration`
+// built it from the same recipe, else built here) joins a cluster through
+// the kubeadm bootstrap data Cluster API's own code renders
 // (kubenode-capi-render), as a Cluster API infrastructure provider would
 // deliver it: one clone from the qcow2 with a NoCloud disc, one from the
 // disk inside the containerDisk (imported into a containerd of the test's
@@ -39,29 +41,30 @@ func TestClusterAPI(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
 	bin := t.TempDir()
-	k8s := harness.KubernetesRelease(t, productionKubernetes)
-	base := lab.Options{
-		Root: root, Packer: harness.Packer(t),
-		Plugin:        harness.GoBuild(t, root, ".", filepath.Join(bin, "packer-plugin-kubenode")),
-		Joiner:        harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner")),
-		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		Out: testWriter{t},
-	}
+	baked := harness.BakeLinux(t, false)
 	render := harness.GoBuild(t, filepath.Join(root, "cmd", "lab", "capirender"), ".", filepath.Join(bin, "kubenode-capi-render"))
+	o := lab.Options{
+		Root: root, Packer: harness.Packer(t),
+		Joiner:        harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner")),
+		KubernetesDir: baked.KubernetesDir,
+		Out:           testWriter{t},
+		Bootstrap:     lab.BootstrapClusterAPI, CAPIRender: render, Nodes: 2,
+		ImageDir: baked.Dir, SkipBuild: true,
+	}
 	before := hostState(t)
 	ctx := context.Background()
-	o := base
-	o.Bootstrap, o.CAPIRender, o.Nodes = lab.BootstrapClusterAPI, render, 2
-	o.ImageDir = t.TempDir()
-	o.WorkDir = filepath.Join(t.TempDir(), "build-work")
-	began := time.Now()
-	image, manifestPath, err := lab.BuildImage(ctx, o)
-	require.NoError(t, err)
-	built := time.Since(began)
+	manifestPath := filepath.Join(baked.Dir, export.ManifestFile)
 	var m export.Manifest
 	data, err := os.ReadFile(manifestPath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &m))
+	image := ""
+	for _, out := range m.Outputs {
+		if out.Format == "qcow2" {
+			image = filepath.Join(baked.Dir, out.File)
+		}
+	}
+	require.NotEmpty(t, image, "the manifest lists a qcow2 output: %s", data)
 
 	t.Run("manifest: the cluster-api bootstrap, no joiner", func(t *testing.T) {
 		require.NotNil(t, m.Baked, "%s", data)
@@ -92,7 +95,6 @@ func TestClusterAPI(t *testing.T) {
 	})
 	fromContainerDisk := cd.Disk
 
-	o.SkipBuild = true
 	o.NodeDisks = []string{"", fromContainerDisk} // node 1: NoCloud, the qcow2; node 2: ConfigDrive, the containerDisk's disk
 	o.WorkDir = filepath.Join(t.TempDir(), "work")
 	l, err := lab.Up(ctx, o)
@@ -164,7 +166,7 @@ func TestClusterAPI(t *testing.T) {
 	require.NoError(t, l.Close())
 	closed = true
 	assertTornDown(t, o.WorkDir, before)
-	t.Logf("cluster-api figures: image build (qcow2 + containerDisk) %s; boot → Ready: %s (NoCloud, qcow2) %s, %s (ConfigDrive, containerDisk) %s",
-		built.Round(time.Second), l.Nodes[0].Name, l.Nodes[0].BootToReady.Round(100*time.Millisecond),
+	t.Logf("cluster-api figures: image build (qcow2 + containerDisk; 0s: the bake's guest test built it) %s; boot → Ready: %s (NoCloud, qcow2) %s, %s (ConfigDrive, containerDisk) %s",
+		baked.Took.Round(time.Second), l.Nodes[0].Name, l.Nodes[0].BootToReady.Round(100*time.Millisecond),
 		l.Nodes[1].Name, l.Nodes[1].BootToReady.Round(100*time.Millisecond))
 }

@@ -1,6 +1,9 @@
 # Integration test: a Debian VM from the harness's base disk, baked twice
-# from local artifacts (the second bake must change nothing), rebooted, and
-# checked from inside by check-linux.sh.
+# from local artifacts into a Cluster API node image (the second bake must
+# change nothing), rebooted, checked from inside by check-linux.sh, and
+# exported as a zstd qcow2 and a KubeVirt containerDisk. The bake's guest
+# test judges the build; the Cluster API end-to-end test boots its clones
+# from the same image (internal/harness: BakeLinux).
 packer {
   required_plugins {
     kubenode = {
@@ -18,7 +21,6 @@ variable "kubernetes_dir" { type = string }
 # names for it (check-linux.sh expects both).
 variable "kubernetes_version" { type = string }
 variable "pause_image" { type = string }
-variable "joiner" { type = string }
 # No crictl here: the bake uses local artifacts only, and crictl comes
 # from GitHub; the self-check then asks containerd with ctr.
 variable "install_crictl" {
@@ -55,6 +57,7 @@ variable "expect_images" {
 source "kubenode-libvirt" "bake" {
   disk_image       = var.base_disk
   disk_size        = "6G"
+  cpus             = 2
   memory           = 1536
   accelerator      = "tcg"
   vm_name          = var.vm_name
@@ -73,6 +76,7 @@ source "kubenode-libvirt" "bake" {
       "systemd-run --unit=kubenode-test-dpkg-lock python3 -c 'import fcntl, time; f = open(\"/var/lib/dpkg/lock-frontend\", \"w\"); fcntl.lockf(f, fcntl.LOCK_EX); time.sleep(18)'",
     ]
   }
+  communicator     = "ssh"
   ssh_username     = "kubenode"
   ssh_timeout      = "10m"
   shutdown_command = "sudo shutdown -P now"
@@ -84,12 +88,10 @@ build {
   provisioner "kubenode-bake" {
     kubernetes_version = var.kubernetes_version
     containerd_source  = "package"
-    cni                = "bridge"
     artifacts_dir      = var.kubernetes_dir
-    artifacts          = { joiner = var.joiner }
-    node_labels        = { "example.com/pool" = "lab" }
-    kubelet_extra_args = { "v" = "2" }
     install_crictl     = var.install_crictl
+    # No joiner: cloud-init runs Cluster API's kubeadm bootstrap data.
+    bootstrap = "cluster-api"
     # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
     # pull goes through it.
     registry_mirrors {
@@ -124,12 +126,10 @@ build {
   provisioner "kubenode-bake" {
     kubernetes_version = var.kubernetes_version
     containerd_source  = "package"
-    cni                = "bridge"
     artifacts_dir      = var.kubernetes_dir
-    artifacts          = { joiner = var.joiner }
-    node_labels        = { "example.com/pool" = "lab" }
-    kubelet_extra_args = { "v" = "2" }
     install_crictl     = var.install_crictl
+    # No joiner: cloud-init runs Cluster API's kubeadm bootstrap data.
+    bootstrap = "cluster-api"
     # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
     # pull goes through it.
     registry_mirrors {
@@ -169,8 +169,9 @@ build {
     execute_command  = "sudo env {{ .Vars }} sh '{{ .Path }}'"
   }
 
-  # The manifest's `baked` comes from kubenode-bake.
+  # The manifest's `baked` comes from kubenode-bake. The containerDisk
+  # is what KubeVirt's Cluster API provider boots.
   post-processor "kubenode-export" {
-    compression = "none"
+    formats = ["qcow2", "containerdisk"]
   }
 }
