@@ -11,6 +11,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // stepCreateSeed renders the seed disc (windows, linux or seed_files) to a
@@ -97,14 +98,21 @@ func (c *Config) seedDisc(imageIndex int) (autounattend.Disc, bool, error) {
 	return autounattend.Disc{}, false, nil
 }
 
+// writeSeedDirectory writes the disc's files under dir, each replacing
+// what its name held (a link is replaced, not followed; a file's owner and
+// mode are not kept) with a new file only its owner reads: seeds hold
+// password hashes and keys. A directory of the disc that is a link in dir
+// is an error.
 func writeSeedDirectory(dir string, d autounattend.Disc) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	for _, f := range d.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		name := filepath.FromSlash(f.Name)
+		if err := safefile.MkdirAll(dir, filepath.Dir(name), 0o755); err != nil {
 			return err
 		}
-		// Seeds hold password hashes and keys: readable by the owner only.
-		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+		if err := safefile.WriteFile(filepath.Join(dir, name), f.Data, 0o600); err != nil {
 			return err
 		}
 	}
