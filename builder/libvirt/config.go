@@ -390,8 +390,8 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		add("libvirt_uri", "%q is not a libvirt URI like qemu:///system or qemu+ssh://user@host/system", c.LibvirtURI)
 	} else if !strings.HasPrefix(u.Scheme, "qemu") {
 		add("libvirt_uri", "%q: only the QEMU driver (qemu://, qemu+ssh://, qemu+tcp://, qemu+tls://) is supported", c.LibvirtURI)
-	} else if u.Scheme == "qemu+tcp" {
-		warnings = append(warnings, tcpURIWarning(c.LibvirtURI))
+	} else if w := TCPURIWarning("libvirt_uri", c.LibvirtURI, "the seed disc with the build password, the base disk and the image"); w != "" {
+		warnings = append(warnings, w)
 	}
 
 	// Sources: an install ISO or a base disk (a path, a URL, or iso_url
@@ -678,14 +678,19 @@ func proxyCredentialsWarning(proxy string) string {
 		"Use a proxy that needs no credentials for the install, or an account meant for this build only."
 }
 
-// tcpURIWarning explains why a qemu+tcp:// libvirt_uri is a risk: the
-// go-libvirt client speaks only the "none" and polkit auth schemes, never
-// SASL, and the TCP transport has no encryption.
-func tcpURIWarning(uri string) string {
-	return fmt.Sprintf("libvirt_uri: %q is unencrypted and unauthenticated: this plugin's libvirt client has no SASL, "+
+// TCPURIWarning explains why a qemu+tcp:// libvirt URI, given as key, is
+// a risk: the go-libvirt client speaks only the "none" and polkit auth
+// schemes, never SASL, and the TCP transport has no encryption. sent names
+// what the component sends over it. "" for any other URI. kubenode-export
+// warns with it about upload_uri.
+func TCPURIWarning(key, uri, sent string) string {
+	if u, err := url.Parse(uri); err != nil || u.Scheme != "qemu+tcp" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %q is unencrypted and unauthenticated: this plugin's libvirt client has no SASL, "+
 		"so the daemon must accept TCP connections with auth_tcp = \"none\" (anyone who reaches its port controls the hypervisor), "+
-		"and the seed disc with the build password, the base disk and the image cross the network in clear. "+
-		"Use qemu+ssh://user@host/system instead.", uri)
+		"and %s cross the network in clear. "+
+		"Use qemu+ssh://user@host/system instead.", key, uri, sent)
 }
 
 // winrmInClearWarning: a Windows build over WinRM without winrm_use_ssl

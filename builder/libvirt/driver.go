@@ -120,7 +120,7 @@ type libvirtDriver struct {
 // NewDriver connects to the libvirt daemon at uri (qemu:///system,
 // qemu+ssh://user@host/system, ...). go-libvirt authenticates only with
 // the "none" and polkit schemes: a qemu+tcp:// daemon must allow
-// unauthenticated clients (see tcpURIWarning).
+// unauthenticated clients (see TCPURIWarning).
 func NewDriver(uri string) (Driver, error) {
 	u, err := url.Parse(uri)
 	if err != nil {

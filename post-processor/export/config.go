@@ -4,7 +4,9 @@
 package export
 
 import (
+	"crypto/x509"
 	"fmt"
+	"log"
 	"os"
 	"runtime"
 	"strconv"
@@ -13,6 +15,8 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 )
 
 // Config is the configuration of the kubenode-export post-processor.
@@ -71,13 +75,47 @@ type Config struct {
 	// Tag of the containerdisk image. Default `latest`; the manifest
 	// records the image's digest, which pins it whatever the tag.
 	ContainerDiskTag string `mapstructure:"containerdisk_tag"`
-	// Push over plain HTTP (or HTTPS with an unverified certificate), for a
-	// registry without TLS. Default `false`.
+	// Registries, as `host` or `host:port`, that the push may reach over
+	// plain HTTP when they do not answer HTTPS. A loopback registry
+	// (`localhost`, `127.0.0.1`, `[::1]`) needs no listing; any other is
+	// reached over verified HTTPS only, private addresses included. Over
+	// plain HTTP the push sends no credentials, and anyone on the way can
+	// read and change the image.
+	ContainerDiskPlainHTTPHosts []string `mapstructure:"containerdisk_plain_http_hosts"`
+	// PEM file of the CA certificates that sign the registry's
+	// certificate, for a registry with a private CA; trusted besides the
+	// system's roots.
+	ContainerDiskCAFile string `mapstructure:"containerdisk_ca_file"`
+	// Removed: it allowed plain HTTP and unverified TLS at once, with the
+	// docker config's credentials. Setting it to `true` is an error: use
+	// `containerdisk_plain_http_hosts` for a registry without TLS, and
+	// `containerdisk_ca_file` for one with a private CA.
 	ContainerDiskInsecure bool `mapstructure:"containerdisk_insecure"`
+	// Export a `.qcow2` input that has a backing file, which qemu-img then
+	// reads into the outputs. Default `false`: the input is refused,
+	// since the backing file it names may be any file of this machine.
+	// kubenode-libvirt's image never has one.
+	AllowBackingFile bool `mapstructure:"allow_backing_file"`
+	// Export a `.qcow2` input whose data lives in an external data file,
+	// which qemu-img then reads into the outputs. Default `false`: the
+	// input is refused, since the file it names may be any file of this
+	// machine.
+	AllowExternalDataFile bool `mapstructure:"allow_external_data_file"`
+	// Write into an output directory that every user can write to (mode
+	// `o+w`, sticky or not, like `/tmp`). Default `false`: such a
+	// directory is refused, since another user could replace the outputs
+	// between the export and their use.
+	AllowSharedOutputDirectory bool `mapstructure:"allow_shared_output_directory"`
 
 	ctx interpolate.Context
 	// fileMode is FileMode parsed.
 	fileMode os.FileMode
+	// warnings are what Prepare found risky but allowed; PostProcess
+	// prints them.
+	warnings []string
+	// caPool is the system's roots and containerdisk_ca_file's
+	// certificates; nil without that key.
+	caPool *x509.CertPool
 }
 
 // Formats qemu-img writes for us, with their file extensions.
@@ -94,6 +132,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}, raws...); err != nil {
 		return err
 	}
+	c.warnings = nil
 	var errs *packersdk.MultiError
 	add := func(key, format string, args ...any) {
 		errs = packersdk.MultiErrorAppend(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
@@ -126,6 +165,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.UploadURI == "" {
 		c.UploadURI = "qemu:///system"
 	}
+	if w := libvirt.TCPURIWarning("upload_uri", c.UploadURI, "the uploaded image and the password hash and keys it holds"); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	if c.UploadPool == "" && (c.UploadVolume != "" || c.UploadOverwrite) {
 		add("upload_pool", "is required with upload_volume and upload_overwrite")
 	}
@@ -146,6 +188,9 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	if errs != nil && len(errs.Errors) > 0 {
 		return errs
+	}
+	for _, w := range c.warnings {
+		log.Printf("kubenode-export: warning: %s", w)
 	}
 	return nil
 }

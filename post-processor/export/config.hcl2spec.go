@@ -10,28 +10,33 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName         *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType       *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion       *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug             *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce             *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError           *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars          map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars     []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	Formats                 []string          `mapstructure:"formats" cty:"formats" hcl:"formats"`
-	Compression             *string           `mapstructure:"compression" cty:"compression" hcl:"compression"`
-	OutputDir               *string           `mapstructure:"output_directory" cty:"output_directory" hcl:"output_directory"`
-	OutputName              *string           `mapstructure:"output_name" cty:"output_name" hcl:"output_name"`
-	Threads                 *int              `mapstructure:"threads" cty:"threads" hcl:"threads"`
-	QemuImgPath             *string           `mapstructure:"qemu_img_path" cty:"qemu_img_path" hcl:"qemu_img_path"`
-	UploadPool              *string           `mapstructure:"upload_pool" cty:"upload_pool" hcl:"upload_pool"`
-	UploadURI               *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
-	UploadVolume            *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
-	UploadOverwrite         *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
-	FileMode                *string           `mapstructure:"file_mode" cty:"file_mode" hcl:"file_mode"`
-	ContainerDiskRepository *string           `mapstructure:"containerdisk_repository" cty:"containerdisk_repository" hcl:"containerdisk_repository"`
-	ContainerDiskTag        *string           `mapstructure:"containerdisk_tag" cty:"containerdisk_tag" hcl:"containerdisk_tag"`
-	ContainerDiskInsecure   *bool             `mapstructure:"containerdisk_insecure" cty:"containerdisk_insecure" hcl:"containerdisk_insecure"`
+	PackerBuildName             *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType           *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion           *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug                 *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce                 *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError               *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars              map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars         []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	Formats                     []string          `mapstructure:"formats" cty:"formats" hcl:"formats"`
+	Compression                 *string           `mapstructure:"compression" cty:"compression" hcl:"compression"`
+	OutputDir                   *string           `mapstructure:"output_directory" cty:"output_directory" hcl:"output_directory"`
+	OutputName                  *string           `mapstructure:"output_name" cty:"output_name" hcl:"output_name"`
+	Threads                     *int              `mapstructure:"threads" cty:"threads" hcl:"threads"`
+	QemuImgPath                 *string           `mapstructure:"qemu_img_path" cty:"qemu_img_path" hcl:"qemu_img_path"`
+	UploadPool                  *string           `mapstructure:"upload_pool" cty:"upload_pool" hcl:"upload_pool"`
+	UploadURI                   *string           `mapstructure:"upload_uri" cty:"upload_uri" hcl:"upload_uri"`
+	UploadVolume                *string           `mapstructure:"upload_volume" cty:"upload_volume" hcl:"upload_volume"`
+	UploadOverwrite             *bool             `mapstructure:"upload_overwrite" cty:"upload_overwrite" hcl:"upload_overwrite"`
+	FileMode                    *string           `mapstructure:"file_mode" cty:"file_mode" hcl:"file_mode"`
+	ContainerDiskRepository     *string           `mapstructure:"containerdisk_repository" cty:"containerdisk_repository" hcl:"containerdisk_repository"`
+	ContainerDiskTag            *string           `mapstructure:"containerdisk_tag" cty:"containerdisk_tag" hcl:"containerdisk_tag"`
+	ContainerDiskPlainHTTPHosts []string          `mapstructure:"containerdisk_plain_http_hosts" cty:"containerdisk_plain_http_hosts" hcl:"containerdisk_plain_http_hosts"`
+	ContainerDiskCAFile         *string           `mapstructure:"containerdisk_ca_file" cty:"containerdisk_ca_file" hcl:"containerdisk_ca_file"`
+	ContainerDiskInsecure       *bool             `mapstructure:"containerdisk_insecure" cty:"containerdisk_insecure" hcl:"containerdisk_insecure"`
+	AllowBackingFile            *bool             `mapstructure:"allow_backing_file" cty:"allow_backing_file" hcl:"allow_backing_file"`
+	AllowExternalDataFile       *bool             `mapstructure:"allow_external_data_file" cty:"allow_external_data_file" hcl:"allow_external_data_file"`
+	AllowSharedOutputDirectory  *bool             `mapstructure:"allow_shared_output_directory" cty:"allow_shared_output_directory" hcl:"allow_shared_output_directory"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -46,28 +51,33 @@ func (*Config) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec }
 // The decoded values from this spec will then be applied to a FlatConfig.
 func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
-		"packer_build_name":          &hcldec.AttrSpec{Name: "packer_build_name", Type: cty.String, Required: false},
-		"packer_builder_type":        &hcldec.AttrSpec{Name: "packer_builder_type", Type: cty.String, Required: false},
-		"packer_core_version":        &hcldec.AttrSpec{Name: "packer_core_version", Type: cty.String, Required: false},
-		"packer_debug":               &hcldec.AttrSpec{Name: "packer_debug", Type: cty.Bool, Required: false},
-		"packer_force":               &hcldec.AttrSpec{Name: "packer_force", Type: cty.Bool, Required: false},
-		"packer_on_error":            &hcldec.AttrSpec{Name: "packer_on_error", Type: cty.String, Required: false},
-		"packer_user_variables":      &hcldec.AttrSpec{Name: "packer_user_variables", Type: cty.Map(cty.String), Required: false},
-		"packer_sensitive_variables": &hcldec.AttrSpec{Name: "packer_sensitive_variables", Type: cty.List(cty.String), Required: false},
-		"formats":                    &hcldec.AttrSpec{Name: "formats", Type: cty.List(cty.String), Required: false},
-		"compression":                &hcldec.AttrSpec{Name: "compression", Type: cty.String, Required: false},
-		"output_directory":           &hcldec.AttrSpec{Name: "output_directory", Type: cty.String, Required: false},
-		"output_name":                &hcldec.AttrSpec{Name: "output_name", Type: cty.String, Required: false},
-		"threads":                    &hcldec.AttrSpec{Name: "threads", Type: cty.Number, Required: false},
-		"qemu_img_path":              &hcldec.AttrSpec{Name: "qemu_img_path", Type: cty.String, Required: false},
-		"upload_pool":                &hcldec.AttrSpec{Name: "upload_pool", Type: cty.String, Required: false},
-		"upload_uri":                 &hcldec.AttrSpec{Name: "upload_uri", Type: cty.String, Required: false},
-		"upload_volume":              &hcldec.AttrSpec{Name: "upload_volume", Type: cty.String, Required: false},
-		"upload_overwrite":           &hcldec.AttrSpec{Name: "upload_overwrite", Type: cty.Bool, Required: false},
-		"file_mode":                  &hcldec.AttrSpec{Name: "file_mode", Type: cty.String, Required: false},
-		"containerdisk_repository":   &hcldec.AttrSpec{Name: "containerdisk_repository", Type: cty.String, Required: false},
-		"containerdisk_tag":          &hcldec.AttrSpec{Name: "containerdisk_tag", Type: cty.String, Required: false},
-		"containerdisk_insecure":     &hcldec.AttrSpec{Name: "containerdisk_insecure", Type: cty.Bool, Required: false},
+		"packer_build_name":              &hcldec.AttrSpec{Name: "packer_build_name", Type: cty.String, Required: false},
+		"packer_builder_type":            &hcldec.AttrSpec{Name: "packer_builder_type", Type: cty.String, Required: false},
+		"packer_core_version":            &hcldec.AttrSpec{Name: "packer_core_version", Type: cty.String, Required: false},
+		"packer_debug":                   &hcldec.AttrSpec{Name: "packer_debug", Type: cty.Bool, Required: false},
+		"packer_force":                   &hcldec.AttrSpec{Name: "packer_force", Type: cty.Bool, Required: false},
+		"packer_on_error":                &hcldec.AttrSpec{Name: "packer_on_error", Type: cty.String, Required: false},
+		"packer_user_variables":          &hcldec.AttrSpec{Name: "packer_user_variables", Type: cty.Map(cty.String), Required: false},
+		"packer_sensitive_variables":     &hcldec.AttrSpec{Name: "packer_sensitive_variables", Type: cty.List(cty.String), Required: false},
+		"formats":                        &hcldec.AttrSpec{Name: "formats", Type: cty.List(cty.String), Required: false},
+		"compression":                    &hcldec.AttrSpec{Name: "compression", Type: cty.String, Required: false},
+		"output_directory":               &hcldec.AttrSpec{Name: "output_directory", Type: cty.String, Required: false},
+		"output_name":                    &hcldec.AttrSpec{Name: "output_name", Type: cty.String, Required: false},
+		"threads":                        &hcldec.AttrSpec{Name: "threads", Type: cty.Number, Required: false},
+		"qemu_img_path":                  &hcldec.AttrSpec{Name: "qemu_img_path", Type: cty.String, Required: false},
+		"upload_pool":                    &hcldec.AttrSpec{Name: "upload_pool", Type: cty.String, Required: false},
+		"upload_uri":                     &hcldec.AttrSpec{Name: "upload_uri", Type: cty.String, Required: false},
+		"upload_volume":                  &hcldec.AttrSpec{Name: "upload_volume", Type: cty.String, Required: false},
+		"upload_overwrite":               &hcldec.AttrSpec{Name: "upload_overwrite", Type: cty.Bool, Required: false},
+		"file_mode":                      &hcldec.AttrSpec{Name: "file_mode", Type: cty.String, Required: false},
+		"containerdisk_repository":       &hcldec.AttrSpec{Name: "containerdisk_repository", Type: cty.String, Required: false},
+		"containerdisk_tag":              &hcldec.AttrSpec{Name: "containerdisk_tag", Type: cty.String, Required: false},
+		"containerdisk_plain_http_hosts": &hcldec.AttrSpec{Name: "containerdisk_plain_http_hosts", Type: cty.List(cty.String), Required: false},
+		"containerdisk_ca_file":          &hcldec.AttrSpec{Name: "containerdisk_ca_file", Type: cty.String, Required: false},
+		"containerdisk_insecure":         &hcldec.AttrSpec{Name: "containerdisk_insecure", Type: cty.Bool, Required: false},
+		"allow_backing_file":             &hcldec.AttrSpec{Name: "allow_backing_file", Type: cty.Bool, Required: false},
+		"allow_external_data_file":       &hcldec.AttrSpec{Name: "allow_external_data_file", Type: cty.Bool, Required: false},
+		"allow_shared_output_directory":  &hcldec.AttrSpec{Name: "allow_shared_output_directory", Type: cty.Bool, Required: false},
 	}
 	return s
 }

@@ -5,31 +5,28 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"hash"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/ctxio"
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/ocilayout"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // The containerDisk's layer, as KubeVirt reads it: virt-launcher runs QEMU
@@ -58,6 +55,11 @@ var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 // prepareContainerDisk sets the containerdisk keys' defaults and checks
 // them; enabled says whether formats lists containerdisk.
 func (c *Config) prepareContainerDisk(enabled bool, add func(key, format string, args ...any)) {
+	if c.ContainerDiskInsecure {
+		add("containerdisk_insecure", "is no longer supported: it allowed plain HTTP and unverified TLS at once, with the docker config's credentials; "+
+			"list a registry without TLS in containerdisk_plain_http_hosts (pushed to without credentials; a loopback registry needs no listing), "+
+			"or give the CA of a registry's private certificate in containerdisk_ca_file")
+	}
 	if !enabled {
 		for _, k := range []struct {
 			key string
@@ -65,7 +67,8 @@ func (c *Config) prepareContainerDisk(enabled bool, add func(key, format string,
 		}{
 			{"containerdisk_repository", c.ContainerDiskRepository != ""},
 			{"containerdisk_tag", c.ContainerDiskTag != ""},
-			{"containerdisk_insecure", c.ContainerDiskInsecure},
+			{"containerdisk_plain_http_hosts", len(c.ContainerDiskPlainHTTPHosts) > 0},
+			{"containerdisk_ca_file", c.ContainerDiskCAFile != ""},
 		} {
 			if k.set {
 				add(k.key, "is set, but formats does not list \"containerdisk\": add it to formats, or remove %s", k.key)
@@ -80,17 +83,11 @@ func (c *Config) prepareContainerDisk(enabled bool, add func(key, format string,
 		add("containerdisk_tag", "%q is not a tag: use up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-', e.g. \"v1.33.13\"", c.ContainerDiskTag)
 	}
 	if c.ContainerDiskRepository != "" {
-		if _, err := name.NewRepository(c.ContainerDiskRepository, c.nameOptions()...); err != nil {
+		if _, err := name.NewRepository(c.ContainerDiskRepository); err != nil {
 			add("containerdisk_repository", "%q is not a repository (%v): use registry/path in lowercase without a tag or digest, e.g. \"registry.example.com/nodes/debian-12\"; the tag is containerdisk_tag", c.ContainerDiskRepository, err)
 		}
 	}
-}
-
-func (c *Config) nameOptions() []name.Option {
-	if c.ContainerDiskInsecure {
-		return []name.Option{name.Insecure}
-	}
-	return nil
+	c.prepareRegistryAccess(add)
 }
 
 // diskFormats are the formats qemu-img writes, in the order listed.
@@ -112,7 +109,7 @@ func (c *Config) containerDiskRef(outputName string) (name.Tag, error) {
 	if repo == "" {
 		repo = "localhost/kubenode/" + repositoryComponent(outputName)
 	}
-	return name.NewTag(repo+":"+c.ContainerDiskTag, c.nameOptions()...)
+	return name.NewTag(repo + ":" + c.ContainerDiskTag)
 }
 
 // repositoryComponent turns an output name into a valid repository path
@@ -284,8 +281,8 @@ func containerDiskImage(layer v1.Layer) (v1.Image, error) {
 // the image (the annotations `ctr images import` names it by). The layout
 // is assembled in work, a scratch directory beside archive; the returned
 // image reads its layer from there, so it is valid until work is removed.
-// The archive is written to a temporary name and renamed when complete,
-// with mode.
+// The archive is written into work and moved to archive when complete,
+// with mode (safefile.Place).
 func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag, archive, work string, mode os.FileMode, progress func(pct int)) (v1.Image, error) {
 	dir := filepath.Join(work, "layout")
 	p, err := layout.Write(dir, empty.Index)
@@ -317,57 +314,16 @@ func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag
 	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
 		return nil, fmt.Errorf("writing the OCI layout: %w", err)
 	}
-	tmp := filepath.Join(filepath.Dir(archive), "."+filepath.Base(archive)+".partial")
+	tmp := filepath.Join(work, "archive.tar")
 	if err := ocilayout.Tar(ctx, dir, tmp); err != nil {
 		os.Remove(tmp)
 		return nil, err
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := os.Rename(tmp, archive); err != nil {
+	if err := safefile.Place(tmp, archive, mode); err != nil {
 		os.Remove(tmp)
 		return nil, err
 	}
 	return img, nil
-}
-
-// pushContainerDisk pushes img as ref with the docker config's
-// credentials, reporting each 10%, and returns the pushed reference by
-// digest.
-func pushContainerDisk(ctx context.Context, ui packersdk.Ui, img v1.Image, ref name.Tag, insecure bool) (string, error) {
-	digest, err := img.Digest()
-	if err != nil {
-		return "", err
-	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-	if insecure {
-		t := remote.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // what containerdisk_insecure asks for
-		opts = append(opts, remote.WithTransport(t))
-	}
-	updates := make(chan v1.Update, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		last := -1
-		for u := range updates {
-			if u.Total <= 0 {
-				continue
-			}
-			if step := int(u.Complete*100/u.Total) / 10 * 10; step > last {
-				last = step
-				ui.Message(fmt.Sprintf("pushing %s: %d%%", ref, step))
-			}
-		}
-	}()
-	err = remote.Write(ref, img, append(opts, remote.WithProgress(updates))...)
-	<-done
-	if err != nil {
-		return "", fmt.Errorf("pushing %s: %w (check containerdisk_repository, `docker login %s`, and containerdisk_insecure for a registry without TLS)", ref, err, ref.RegistryStr())
-	}
-	return ref.Context().Digest(digest.String()).String(), nil
 }
 
 // exportContainerDisk writes <name>.containerdisk.tar into dir from
@@ -428,7 +384,7 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 	files := []string{archive, sumFile}
 	if c.ContainerDiskRepository != "" {
 		ui.Say(fmt.Sprintf("Pushing %s", ref))
-		pushed, err := pushContainerDisk(ctx, ui, img, ref, c.ContainerDiskInsecure)
+		pushed, err := pushContainerDisk(ctx, ui, c, img, ref)
 		if err != nil {
 			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:` it, or run the export again", err, archive)
 		}

@@ -285,7 +285,7 @@ func TestExportContainerDiskPush(t *testing.T) {
 	p := &PostProcessor{}
 	require.NoError(t, p.Configure(map[string]interface{}{
 		"formats": []string{"containerdisk"}, "output_directory": out, "output_name": "debian-12",
-		"containerdisk_repository": host + "/nodes/debian-12", "containerdisk_tag": "v1.33.13", "containerdisk_insecure": true,
+		"containerdisk_repository": host + "/nodes/debian-12", "containerdisk_tag": "v1.33.13",
 	}))
 	ui, logs := uiForTest()
 	a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{disk}})
@@ -390,8 +390,15 @@ func TestConfigureContainerDiskKeys(t *testing.T) {
 			[]string{`containerdisk_tag: "-v1" is not a tag`}},
 		{map[string]interface{}{"formats": []string{"containerdisk"}, "containerdisk_tag": "a/b"},
 			[]string{`containerdisk_tag: "a/b" is not a tag`}},
-		{map[string]interface{}{"containerdisk_repository": "registry.example.com/x", "containerdisk_tag": "v1", "containerdisk_insecure": true},
-			[]string{`containerdisk_repository: is set, but formats does not list "containerdisk"`, `containerdisk_tag: is set, but formats`, `containerdisk_insecure: is set, but formats`}},
+		{map[string]interface{}{"containerdisk_repository": "registry.example.com/x", "containerdisk_tag": "v1", "containerdisk_plain_http_hosts": []string{"registry.lab"}, "containerdisk_ca_file": "ca.pem"},
+			[]string{`containerdisk_repository: is set, but formats does not list "containerdisk"`, `containerdisk_tag: is set, but formats`,
+				`containerdisk_plain_http_hosts: is set, but formats`, `containerdisk_ca_file: is set, but formats`}},
+		{map[string]interface{}{"formats": []string{"containerdisk"}, "containerdisk_plain_http_hosts": []string{"registry.lab"}},
+			[]string{`containerdisk_repository: is required with containerdisk_plain_http_hosts`}},
+		{map[string]interface{}{"formats": []string{"containerdisk"}, "containerdisk_repository": "registry.lab/x", "containerdisk_plain_http_hosts": []string{"http://registry.lab", "registry.lab/x", ""}},
+			[]string{`containerdisk_plain_http_hosts[0]: "http://registry.lab" is not a registry host`, `containerdisk_plain_http_hosts[1]: "registry.lab/x" is not`, `containerdisk_plain_http_hosts[2]: "" is not`}},
+		{map[string]interface{}{"formats": []string{"containerdisk"}, "containerdisk_repository": "registry.lab/x", "containerdisk_ca_file": "/nonexistent/ca.pem"},
+			[]string{`containerdisk_ca_file: open /nonexistent/ca.pem`}},
 		{map[string]interface{}{"formats": []string{"containerdisk"}, "upload_pool": "images"},
 			[]string{`upload_pool: uploads a disk image, and formats lists none`}},
 		{map[string]interface{}{"formats": []string{"ova"}},

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // ConvertArgs returns the qemu-img arguments that write src as format to dst.
@@ -34,22 +36,31 @@ func ConvertArgs(src, srcFormat, dst, format, compression string, threads int) [
 
 var progressRE = regexp.MustCompile(`\((\d+(?:\.\d+)?)/100%\)`)
 
-// convert runs qemu-img, reporting progress every 10%, into a temporary
-// file next to dst that is renamed to dst only when qemu-img succeeds: an
-// interrupted or failed conversion leaves no partial output. The image gets
-// mode; while it is written only its owner can read it.
+// convert runs qemu-img, reporting progress every 10%, into a file of a
+// new private directory (0700) beside dst, then moves it to dst with
+// safefile.Place only when qemu-img succeeds: an interrupted or failed
+// conversion leaves no partial output, and qemu-img never opens a name
+// another user could have planted a link at. The image gets mode; while
+// it is written only its owner can read it.
 func convert(ctx context.Context, qemuImg string, args []string, dst string, mode os.FileMode, progress func(pct int)) error {
-	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial")
+	work, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.partial")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	// Absolute: qemu-img would take a relative "name:..." for a protocol.
+	if work, err = filepath.Abs(work); err != nil {
+		return err
+	}
+	tmp := filepath.Join(work, filepath.Base(dst))
 	args = append(append([]string{}, args[:len(args)-1]...), tmp)
 	// qemu-img creates its output 0644 but keeps the mode of a file that
 	// exists, which it truncates.
-	os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", tmp, err)
 	}
 	f.Close()
-	defer os.Remove(tmp)
 	cmd := exec.CommandContext(ctx, qemuImg, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -78,11 +89,9 @@ func convert(ctx context.Context, qemuImg string, args []string, dst string, mod
 		}
 		return fmt.Errorf("%s %s: %w: %s", qemuImg, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	// Exactly mode, whatever the umask.
-	if err := os.Chmod(tmp, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	// Exactly mode, whatever the umask, and synced: qemu-img convert
+	// writes with cache=unsafe.
+	return safefile.Place(tmp, dst, mode)
 }
 
 // splitCR splits qemu-img's progress output, which redraws with \r.

@@ -3,11 +3,11 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // ManifestFile is the name of the manifest written beside the outputs.
@@ -91,7 +91,7 @@ type Output struct {
 func writeChecksum(path, sum string) (string, error) {
 	p := path + ".sha256"
 	line := fmt.Sprintf("%s  %s\n", sum, filepath.Base(path))
-	return p, os.WriteFile(p, []byte(line), 0o644)
+	return p, safefile.WriteFile(p, []byte(line), 0o644)
 }
 
 func writeManifest(dir string, m Manifest) (string, error) {
@@ -100,9 +100,5 @@ func writeManifest(dir string, m Manifest) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, ManifestFile)
-	tmp := p + ".partial"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return "", err
-	}
-	return p, os.Rename(tmp, p)
+	return p, safefile.WriteFile(p, append(b, '\n'), 0o644)
 }

@@ -46,12 +46,21 @@ func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.P
 // directory the input is kept whatever the template says (forceOverride).
 func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in packersdk.Artifact) (packersdk.Artifact, bool, bool, error) {
 	c := &p.config
+	for _, w := range c.warnings {
+		ui.Error("kubenode-export: warning: " + w)
+	}
 	src, err := diskImage(in.Files())
 	if err != nil {
 		return nil, true, true, err
 	}
-	srcFormat, err := libvirt.DiskFormat(src)
+	// qemu-img gets the input's absolute path: a relative "name:..." would
+	// be taken for a protocol.
+	absSrc, err := filepath.Abs(src)
 	if err != nil {
+		return nil, true, true, fmt.Errorf("source image: %w", err)
+	}
+	srcFormat := inputFormat(src)
+	if err := checkInput(ctx, c, absSrc, srcFormat); err != nil {
 		return nil, true, true, fmt.Errorf("source image: %w", err)
 	}
 	dir := c.OutputDir
@@ -60,6 +69,9 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, true, true, fmt.Errorf("output_directory: %w", err)
+	}
+	if err := checkOutputDir(dir, c.AllowSharedOutputDirectory); err != nil {
+		return nil, true, true, err
 	}
 	if err := checkWritable(dir); err != nil {
 		return nil, true, true, fmt.Errorf("output_directory %s is not writable: %w", dir, err)
@@ -80,7 +92,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 		}
 		ui.Say(fmt.Sprintf("Writing %s (%s, compression %s, %d threads)", dst, format, compression, c.Threads))
 		start := time.Now()
-		args := ConvertArgs(src, srcFormat, dst, format, compression, c.Threads)
+		args := ConvertArgs(absSrc, srcFormat, dst, format, compression, c.Threads)
 		err := convert(ctx, c.QemuImgPath, args, dst, c.fileMode, func(pct int) {
 			ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(dst), pct, time.Since(start).Round(time.Second)))
 		})
@@ -109,7 +121,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	// After the disk formats, whatever the order listed: it reuses the
 	// qcow2 output, and upload_pool takes the first output, a disk.
 	if slices.Contains(c.Formats, formatContainerDisk) {
-		out, written, err := exportContainerDisk(ctx, ui, c, src, srcFormat, qcow2, dir, name)
+		out, written, err := exportContainerDisk(ctx, ui, c, absSrc, srcFormat, qcow2, dir, name)
 		if err != nil {
 			return nil, true, true, err
 		}
@@ -214,6 +226,23 @@ func diskImage(files []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the input artifact has no disk image (.qcow2, .raw or .img) among %v: kubenode-export follows kubenode-libvirt or another builder that writes one", files)
+}
+
+// checkOutputDir refuses an output directory every user can write to,
+// unless allow is set: another user could replace the outputs there
+// between the export and their use. The sticky bit (as on /tmp) does not
+// help: it keeps others from removing files, not from creating the names
+// the export writes next.
+func checkOutputDir(dir string, allow bool) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("output_directory: %w", err)
+	}
+	if st.Mode().Perm()&0o002 != 0 && !allow {
+		return fmt.Errorf("output_directory %s is writable by every user (%s): another user could plant or replace files among the outputs; "+
+			"write them into a directory only you (and your group) can write to, or set allow_shared_output_directory = true", dir, st.Mode())
+	}
+	return nil
 }
 
 func checkWritable(dir string) error {
