@@ -43,9 +43,10 @@ const (
 // through the download step, boot_press_any_key, boot_command over
 // SendKey, the installer's reboot, SSH into the installed system, a shell
 // provisioner, shutdown, export. Then both exported images boot again:
-// the UEFI one here with fresh firmware variables, the BIOS one fetched
-// over HTTP (disk_image = true) and built on a remote hypervisor
-// (qemu+ssh://).
+// the UEFI one here with fresh firmware variables, as a build from a local
+// base disk (Packer's HTTP server, the vCPU's x86-64 level, kubenode-export
+// compressing its image), the BIOS one fetched over HTTP
+// (disk_image = true) and built on a remote hypervisor (qemu+ssh://).
 func TestInstallFromISO(t *testing.T) {
 	harness.Libvirtd(t)
 	iso := harness.InstallerISO(t)
@@ -143,6 +144,37 @@ func TestInstallFromISO(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(serial), fmt.Sprintf(bootedFromDisk, "uefi"))
 	assert.NotContains(t, string(serial), installStarted)
+	assert.Contains(t, string(serial), "Linux version", "the serial console log holds the guest's boot")
+
+	// The UEFI one is a build from a local base disk, as from a cloud
+	// image on disk: the guest reaches Packer's HTTP server at
+	// build.PackerHTTPAddr (QEMU's user-network gateway), its vCPU (the
+	// default TCG CPU model) runs x86-64-v2 userspaces, and kubenode-export
+	// compresses the exported qcow2 in place, with its checksum and manifest.
+	t.Run("uefi2: a build from a local disk image, exported", func(t *testing.T) {
+		assert.Contains(t, out, "kubenode-libvirt.uefi: x86-64-v2 (supported, searched)", "the default TCG CPU model runs x86-64-v2 userspaces")
+		assert.Contains(t, out, "kubenode-libvirt.uefi: http-check: served-by-packer", "the guest reached Packer's HTTP server at build.PackerHTTPAddr")
+		assert.Contains(t, out, "The guest reaches the HTTP server at 10.0.2.2")
+		dir := filepath.Join(again.outDir, "uefi2")
+		name := "kn-it-iso-uefi2-" + suffix + ".qcow2"
+		info, err := exec.Command("qemu-img", "info", "--output=json", filepath.Join(dir, name)).CombinedOutput()
+		require.NoError(t, err, string(info))
+		assert.Contains(t, string(info), `"format": "qcow2"`)
+		assert.NotContains(t, string(info), "backing-filename", "the exported image must not depend on a backing file")
+		assert.Contains(t, string(info), `"compression-type": "zstd"`, "kubenode-export compressed the image in place")
+		sum := exec.Command("sha256sum", "-c", name+".sha256")
+		sum.Dir = dir
+		res, err := sum.CombinedOutput()
+		require.NoError(t, err, string(res))
+		manifest, err := os.ReadFile(filepath.Join(dir, "kubenode-manifest.json"))
+		require.NoError(t, err)
+		assert.Contains(t, string(manifest), `"family": "linux"`)
+		// No bake asked the guest: its release is left empty, not the seed's flavor.
+		assert.Contains(t, string(manifest), `"version": ""`)
+		assert.Contains(t, string(manifest), `"seed_flavor": "cloud-init"`)
+		_, err = os.Stat(filepath.Join(again.outDir, "bios2", "kubenode-manifest.json"))
+		assert.True(t, os.IsNotExist(err), "the export ran for the UEFI build only")
+	})
 
 	// The remote build: fetched over HTTP into Packer's cache, its export
 	// downloaded over SSH, its serial log left on the hypervisor.

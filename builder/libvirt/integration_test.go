@@ -171,59 +171,6 @@ func (r *packerRun) assertNothingLeft() {
 	assert.True(t, os.IsNotExist(err), "output directory left after a failed build")
 }
 
-// TestBuildFromBaseDisk: a real packer build boots the Debian base disk
-// under TCG with a generated cloud-init seed, reaches SSH, runs a shell
-// provisioner, shuts down and exports a qcow2, which kubenode-export
-// compresses (zstd) with a checksum and a manifest. (An exported image
-// booted again, from a URL on a remote hypervisor, is TestInstallFromISO's
-// second build; the clones of make e2e boot kubenode-export's zstd qcow2.)
-func TestBuildFromBaseDisk(t *testing.T) {
-	harness.Libvirtd(t)
-	base := harness.BaseDisk(t)
-	plugins := harness.PluginDir(t)
-
-	start := time.Now()
-	// glibc's loader lists the x86-64 levels this vCPU supports: RHEL 9's
-	// glibc refuses to start below x86-64-v2, so the default TCG CPU model
-	// must reach it.
-	// It also fetches a file from Packer's HTTP server at the address the
-	// builder gives the guest (QEMU's user-network gateway).
-	build := startPacker(t, plugins, "debian.pkr.hcl", "kn-it-build", func(r *packerRun) []string {
-		return []string{"base_disk=" + base, "vm_name=kn-it-build", "output_directory=" + r.outDir, "check_http=true",
-			`inline=["echo built-by-kubenode | sudo tee /etc/kubenode-built", "/lib64/ld-linux-x86-64.so.2 --help | grep x86-64-v"]`}
-	})
-	require.NoError(t, build.wait(12*time.Minute), build.output.String())
-	t.Logf("build: %s", time.Since(start).Round(time.Second))
-	out := build.output.String()
-	assert.Contains(t, out, "Connected to SSH!")
-	assert.Contains(t, out, "built-by-kubenode")
-	assert.Contains(t, out, "x86-64-v2 (supported, searched)", "the default TCG CPU model runs x86-64-v2 userspaces")
-	assert.Contains(t, out, "http-check: served-by-packer", "the guest reached Packer's HTTP server at build.PackerHTTPAddr")
-	assert.Contains(t, out, "The guest reaches the HTTP server at 10.0.2.2")
-	image := filepath.Join(build.outDir, "kn-it-build.qcow2")
-	info, err := exec.Command("qemu-img", "info", "--output=json", image).CombinedOutput()
-	require.NoError(t, err, string(info))
-	assert.Contains(t, string(info), `"format": "qcow2"`)
-	assert.NotContains(t, string(info), "backing-filename", "the exported image must not depend on a backing file")
-	assert.Contains(t, string(info), `"compression-type": "zstd"`, "kubenode-export compressed the image in place")
-	sum := exec.Command("sha256sum", "-c", "kn-it-build.qcow2.sha256")
-	sum.Dir = build.outDir
-	res, err := sum.CombinedOutput()
-	require.NoError(t, err, string(res))
-	manifest, err := os.ReadFile(filepath.Join(build.outDir, "kubenode-manifest.json"))
-	require.NoError(t, err)
-	assert.Contains(t, string(manifest), `"family": "linux"`)
-	// No bake asked the guest: its release is left empty, not the seed's flavor.
-	assert.Contains(t, string(manifest), `"version": ""`)
-	assert.Contains(t, string(manifest), `"seed_flavor": "cloud-init"`)
-	serial, err := os.ReadFile(filepath.Join(build.outDir, "serial.log"))
-	require.NoError(t, err)
-	assert.Contains(t, string(serial), "Linux version", "the serial console log holds the guest's boot")
-	for _, d := range virsh(t, "list", "--all", "--name") {
-		assert.NotContains(t, d, "kn-it-build", "domain left after a successful build")
-	}
-}
-
 // TestInterruptLeavesNothing sends SIGINT to packer at several steps and
 // checks that libvirt, the pool directory, TMPDIR and the output directory
 // hold nothing of the build afterwards.

@@ -1,8 +1,11 @@
 # Integration test template: boot the images install-from-iso.pkr.hcl
 # exported, each under its own firmware, and read the provisioner's mark.
-# The BIOS one may be taken as users of the qemu builder take a cloud image
-# (bios_disk = "true": iso_url over HTTP with its checksum file) and built
-# on a remote hypervisor (bios_libvirt_uri = "qemu+ssh://...").
+# The UEFI one is a build from a local base disk: the guest fetches a file
+# from Packer's HTTP server, reports the x86-64 levels its vCPU supports,
+# and kubenode-export compresses its image. The BIOS one may be taken as
+# users of the qemu builder take a cloud image (bios_disk = "true": iso_url
+# over HTTP with its checksum file) and built on a remote hypervisor
+# (bios_libvirt_uri = "qemu+ssh://...").
 packer {
   required_plugins {
     kubenode = {
@@ -43,6 +46,7 @@ source "kubenode-libvirt" "uefi" {
     flavor   = "cloud-init"
     hostname = "kubenode-iso-uefi2"
   }
+  http_content     = { "/kubenode-http-check" = "served-by-packer" }
   ssh_username     = "kubenode"
   ssh_timeout      = "10m"
   shutdown_command = "sudo shutdown -P now"
@@ -77,5 +81,20 @@ build {
       "echo hostname-is-$(hostname)",
       "test -d /sys/firmware/efi && echo firmware-is-uefi || echo firmware-is-bios",
     ]
+  }
+  # glibc's loader lists the x86-64 levels the vCPU supports (RHEL 9's
+  # glibc refuses to start below x86-64-v2), and the guest fetches a file
+  # from Packer's HTTP server at the address the builder gave it.
+  provisioner "shell" {
+    only = ["kubenode-libvirt.uefi"]
+    inline = [
+      "/lib64/ld-linux-x86-64.so.2 --help | grep x86-64-v",
+      "python3 -c \"import urllib.request; print('http-check:', urllib.request.urlopen('http://${build.PackerHTTPAddr}/kubenode-http-check').read().decode())\"",
+    ]
+  }
+  post-processor "kubenode-export" {
+    only        = ["kubenode-libvirt.uefi"]
+    formats     = ["qcow2"]
+    compression = "zstd"
   }
 }
