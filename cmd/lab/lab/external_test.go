@@ -91,7 +91,7 @@ func TestSeedChecksTheImageAgainstTheCluster(t *testing.T) {
 
 func TestJoinSeedOnlyLetsTheCloneNameItself(t *testing.T) {
 	l := &Lab{opts: Options{JoinSeedOnly: true}, Kubeconfig: "/k/admin.conf"}
-	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso", joinSeedOnly: true}
+	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso"}
 	args := l.tokenArgs(n, nil)
 	assert.NotContains(t, args, "--node-name")
 	assert.Equal(t, []string{"--label", LabVMLabel + "=kubenode-lab-abc-1"}, args[len(args)-2:])
