@@ -83,58 +83,23 @@ func (l *Lab) seed(ctx context.Context) error {
 	if l.opts.Bootstrap == BootstrapClusterAPI {
 		return l.seedClusterAPI(ctx)
 	}
-	keys := l.labelKeys()
-	for i := range l.opts.Nodes {
-		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1), joinSeedOnly: l.opts.JoinSeedOnly}
-		if err := l.joinSeed(ctx, n, keys); err != nil {
-			return err
-		}
-		l.Nodes = append(l.Nodes, n)
-	}
-	return nil
-}
-
-// labelKeys are Options.Labels' keys, sorted.
-func (l *Lab) labelKeys() []string {
 	keys := make([]string, 0, len(l.opts.Labels))
 	for k := range l.opts.Labels {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	return keys
-}
-
-// BootJoinSeedOnlyNode boots one more joiner node beside the lab's, with
-// its join seed disc alone, as a clone handed out by a user's own tooling
-// boots: no cloud-init seed names it or lets the lab in, so it names
-// itself, and the lab finds its Node by LabVMLabel. WaitReady waits for it;
-// the teardown removes it with the lab's.
-func (l *Lab) BootJoinSeedOnlyNode(ctx context.Context) (*Node, error) {
-	if l.opts.Bootstrap != BootstrapJoiner {
-		return nil, fmt.Errorf("lab: a join seed alone is the joiner's bootstrap, not %s", l.opts.Bootstrap)
-	}
-	l.extra++
-	n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-extra-%d", l.id, l.extra), joinSeedOnly: true}
-	if err := l.joinSeed(ctx, n, l.labelKeys()); err != nil {
-		return nil, err
-	}
-	if err := l.bootVM(ctx, n); err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// joinSeed makes the node's bootstrap token and join seed disc with
-// `joiner token`, asking for the labels of Options.Labels named by keys.
-func (l *Lab) joinSeed(ctx context.Context, n *Node, keys []string) error {
-	n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
-	args := l.tokenArgs(n, keys)
-	out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		l.say("    token %s | %s", n.Name, line)
-	}
-	if err != nil {
-		return fmt.Errorf("joiner %s: %w", strings.Join(args, " "), err)
+	for i := range l.opts.Nodes {
+		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1)}
+		n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
+		args := l.tokenArgs(n, keys)
+		out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
+		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			l.say("    token %s | %s", n.Name, line)
+		}
+		if err != nil {
+			return fmt.Errorf("joiner %s: %w", strings.Join(args, " "), err)
+		}
+		l.Nodes = append(l.Nodes, n)
 	}
 	return nil
 }
@@ -145,7 +110,7 @@ func (l *Lab) joinSeed(ctx context.Context, n *Node, keys []string) error {
 func (l *Lab) tokenArgs(n *Node, labelKeys []string) []string {
 	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
 		"--description", "kubenode lab node " + n.Name}
-	if n.joinSeedOnly {
+	if l.opts.JoinSeedOnly {
 		// The clone names itself; the lab knows its Node by this label.
 		args = append(args, "--label", LabVMLabel+"="+n.Name)
 	} else {

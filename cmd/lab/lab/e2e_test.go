@@ -44,11 +44,9 @@ import (
 // asked for (one baked into the image, one from the seed), a Job runs on
 // each node, the joiner's service ran once and disabled itself, and after
 // a reboot it does not run again while the node comes back Ready. Beside
-// those checks boot two more clones: one with its join seed alone, which
-// must name itself and join, and the negative control of TestClusterAPI,
-// a clone given Cluster API's kubeadm bootstrap data on a config drive,
-// which must leave it alone. Finally the teardown leaves nothing behind,
-// also when the lab is interrupted with a node running or mid-build.
+// those checks runs the negative control of TestClusterAPI: a clone of
+// this joiner image given Cluster API's kubeadm bootstrap data on a config
+// drive must leave it alone. Finally the teardown leaves nothing behind.
 func TestEndToEnd(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
@@ -115,13 +113,6 @@ func TestEndToEnd(t *testing.T) {
 		}
 		close(negPrompt)
 	}()
-
-	// A third clone boots beside them with its join seed alone, as one
-	// handed out by a user's own tooling would: no cloud-init seed names
-	// it or lets the lab in, so it must name itself (hostname_prefix and
-	// its machine-id) before its joiner joins it.
-	seedless, err := l.BootJoinSeedOnlyNode(ctx)
-	require.NoError(t, err)
 
 	t.Run("built from the release downloads, through the mirror", func(t *testing.T) {
 		p.assertBuiltFromMirror(t, log.String())
@@ -338,24 +329,6 @@ func TestEndToEnd(t *testing.T) {
 			neg.Name, neg.Name, host, negAfter.Round(time.Second), tail(string(serial), 4))
 	})
 
-	t.Run("a clone booted with its join seed alone names itself and joins", func(t *testing.T) {
-		vm := seedless.VMName
-		require.NoError(t, l.WaitReady(ctx, seedless))
-		assert.Regexp(t, `^kubenode-[0-9a-f]{12}$`, seedless.Name, "the seedless clone named itself: the image's hostname_prefix and its machine-id")
-		assert.NotEqual(t, vm, seedless.Name, "the node's name is the clone's own, not the lab's VM name")
-		n, err := client.CoreV1().Nodes().Get(ctx, seedless.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		assert.True(t, ready(n), "conditions: %+v", n.Status.Conditions)
-		assert.Equal(t, vm, n.Labels[lab.LabVMLabel], "the label its join seed asked for")
-		assert.Equal(t, "e2e", n.Labels["kubenode.io/lab"])
-		assert.Equal(t, "debian-12-cloud-node", n.Labels["kubenode.io/image"])
-		for _, node := range l.Nodes {
-			assert.NotEqual(t, node.Name, seedless.Name, "a name of its own, not one of the seeded nodes'")
-			assert.NotEqual(t, node.Name, n.Status.NodeInfo.MachineID)
-		}
-		t.Logf("VM %s registered as node %s, Ready %s after its start (beside the reboot and the negative control)", vm, seedless.Name, seedless.BootToReady.Round(100*time.Millisecond))
-	})
-
 	// Teardown: nothing is left on the host but the image.
 	require.NoError(t, l.Close())
 	closed = true
@@ -365,24 +338,50 @@ func TestEndToEnd(t *testing.T) {
 
 	// Ctrl-C: cmd/lab's signal handler cancels Up's context. Cancel it
 	// here at two moments and check that Up tears down what it started.
-	// Once its node's VM has started everything is up: libvirtd, the
-	// control plane, and the node's domain, pool and volumes.
+	// By the ready stage everything is up: libvirtd, the control plane,
+	// and the node's domain, pool and volumes.
+	// This run boots one node alone, so it also gives the one-node figure
+	// of boot → Ready: it is interrupted once that node is Ready. The node
+	// boots with its join seed alone, as a clone handed out by a user's
+	// own tooling would: no cloud-init seed names it, so it must name
+	// itself (hostname_prefix and its machine-id) before the joiner runs.
+	var oneNode time.Duration
 	t.Run("interrupted with the node running", func(t *testing.T) {
 		o := opts
 		o.SkipBuild = true // boot the image built above
 		o.Nodes = 1
+		o.JoinSeedOnly = true
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
-		interrupt(t, o, "-1 booting (", before)
+		readyLine := regexp.MustCompile(`node (\S+): Ready (\S+) after its start`)
+		namedLine := regexp.MustCompile(`VM (\S+) registered as node (\S+) \(the name the clone gave itself\)`)
+		var vm, named, readyNode string
+		o.Out = watch{testWriter{t}, func(line string) {
+			if m := readyLine.FindStringSubmatch(line); m != nil {
+				readyNode = m[1]
+				oneNode, _ = time.ParseDuration(m[2])
+			}
+			if m := namedLine.FindStringSubmatch(line); m != nil {
+				vm, named = m[1], m[2]
+			}
+		}}
+		interrupt(t, o, "==> workload", before)
+		assert.NotZero(t, oneNode, "the lab said when its node was Ready")
+		assert.Regexp(t, `^kubenode-[0-9a-f]{12}$`, named, "the seedless clone named itself: the image's hostname_prefix and its machine-id")
+		assert.NotEqual(t, vm, named, "the node's name is the clone's own, not the lab's VM name")
+		assert.Equal(t, named, readyNode, "the node that went Ready is the one the clone named")
+		for _, node := range l.Nodes {
+			assert.NotEqual(t, node.Name, named, "a name of its own, not one of the main run's nodes'")
+		}
 		_, err := os.Stat(l.Image)
 		assert.NoError(t, err, "the image stays")
 	})
 	// The lab's figures, one run each (TCG; both nodes of the main run
-	// booted at once on this machine's cores, the third beside the reboot).
+	// booted at once on this machine's cores).
 	slowest := max(l.Nodes[0].BootToReady, l.Nodes[1].BootToReady)
-	t.Logf("lab figures: image build %s; boot → Ready: 2 nodes %s and %s (wall %s); a third, seedless, beside the reboot and the negative control %s; Ready → first Job Succeeded %s",
-		l.ImageBuild.Round(time.Second),
+	t.Logf("lab figures: image build %s; boot → Ready: 1 node %s, 2 nodes %s and %s (wall %s, %+.0f%% over 1 node); Ready → first Job Succeeded %s",
+		l.ImageBuild.Round(time.Second), oneNode.Round(100*time.Millisecond),
 		l.Nodes[0].BootToReady.Round(100*time.Millisecond), l.Nodes[1].BootToReady.Round(100*time.Millisecond),
-		slowest.Round(100*time.Millisecond), seedless.BootToReady.Round(100*time.Millisecond), l.Jobs[0].ReadyToSucceeded.Round(100*time.Millisecond))
+		slowest.Round(100*time.Millisecond), 100*(slowest.Seconds()/oneNode.Seconds()-1), l.Jobs[0].ReadyToSucceeded.Round(100*time.Millisecond))
 	t.Run("interrupted during the packer build", func(t *testing.T) {
 		o := opts
 		o.ImageDir = filepath.Join(t.TempDir(), "image")
@@ -454,6 +453,17 @@ func assertTornDown(t *testing.T, work string, before []string) {
 	_, err := os.Stat(work)
 	assert.True(t, os.IsNotExist(err), "the work dir %s is left behind", work)
 	assert.Equal(t, before, hostState(t), "libvirt definitions, storage and processes are as before the lab")
+}
+
+// watch passes the lab's progress on and shows each write to fn.
+type watch struct {
+	w  io.Writer
+	fn func(string)
+}
+
+func (w watch) Write(p []byte) (int, error) {
+	w.fn(string(p))
+	return w.w.Write(p)
 }
 
 // cancelOn passes the lab's progress on and cancels once a line holds trigger.

@@ -114,7 +114,7 @@ type Lab struct {
 	id    string // names the lab's nodes and storage pool
 	began time.Time
 	vms   vms // what boot needs to boot another VM
-	extra int // VMs booted beside the lab's nodes (BootClusterAPINode, BootJoinSeedOnlyNode)
+	extra int // VMs BootClusterAPINode booted
 	// kubernetesVersion is what the image baked (its manifest).
 	kubernetesVersion string
 	mu                sync.Mutex

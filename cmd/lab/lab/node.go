@@ -27,9 +27,8 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 )
 
-// LabVMLabel names, on a node booted with its join seed alone
-// (Options.JoinSeedOnly, BootJoinSeedOnlyNode), the VM it runs in (the
-// label its join seed asks for).
+// LabVMLabel names, on a node booted with Options.JoinSeedOnly, the VM it
+// runs in (the label its join seed asks for).
 const LabVMLabel = "kubenode.io/lab-vm"
 
 // guestUser is the account the image was built with (examples/debian-12-node.pkr.hcl).
@@ -58,14 +57,11 @@ type Node struct {
 	// with the joiner.
 	Datasource string
 
-	seedISO string // the joiner's seed disc
-	// joinSeedOnly: booted with its join seed disc alone, no cloud-init
-	// seed; it names itself and has no SSH.
-	joinSeedOnly bool
-	userData     []byte // the Cluster API bootstrap data
-	disk         string // what it boots instead of the built image
-	started      time.Time
-	ssh          *sshTarget
+	seedISO  string // the joiner's seed disc
+	userData []byte // the Cluster API bootstrap data
+	disk     string // what it boots instead of the built image
+	started  time.Time
+	ssh      *sshTarget
 }
 
 // SSHUser is the account the lab logs in as: the image's build account
@@ -261,7 +257,7 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	}
 	n.started = time.Now()
 	how, login := "join seed disc", fmt.Sprintf("ssh -i %s -p %d %s@127.0.0.1", v.keyFile, n.SSHPort, n.SSHUser())
-	if n.joinSeedOnly {
+	if o.JoinSeedOnly {
 		how, login = "join seed disc alone", "no SSH (no cloud-init seed lets the lab in)"
 	} else {
 		n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), user: n.SSHUser(), key: v.key}
@@ -287,7 +283,7 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 		}
 		return []string{iso}, autounattend.WriteISOFile(iso, disc)
 	}
-	if n.joinSeedOnly {
+	if l.opts.JoinSeedOnly {
 		return []string{n.seedISO}, nil
 	}
 	cidata, err := autounattend.LinuxSeed(autounattend.Linux{
@@ -313,13 +309,6 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 // waitReady waits until every node exists, is Ready and carries every
 // label asked for, printing each change of their states.
 func (l *Lab) waitReady(ctx context.Context) error {
-	return l.WaitReady(ctx, l.Nodes...)
-}
-
-// WaitReady waits, at most Options.ReadyTimeout, until each of nodes
-// exists, is Ready and carries every label asked for (a node booted
-// beside the lab's, say), and sets its BootToReady.
-func (l *Lab) WaitReady(ctx context.Context, nodes ...*Node) error {
 	client, err := l.Client()
 	if err != nil {
 		return err
@@ -331,7 +320,7 @@ func (l *Lab) WaitReady(ctx context.Context, nodes ...*Node) error {
 	joinerLines := map[*Node]int{}
 	for i := 0; ; i++ {
 		pending := 0
-		for _, n := range nodes {
+		for _, n := range l.Nodes {
 			if n.BootToReady > 0 {
 				continue
 			}
@@ -360,7 +349,7 @@ func (l *Lab) WaitReady(ctx context.Context, nodes ...*Node) error {
 				return ctx.Err()
 			}
 			var errs []string
-			for _, n := range nodes {
+			for _, n := range l.Nodes {
 				if n.BootToReady > 0 {
 					continue
 				}
@@ -401,7 +390,7 @@ func (l *Lab) showJoinerLog(ctx context.Context, n *Node, seen map[*Node]int) {
 
 // nodeState is a one-line account of the node, "Ready, labelled" once done.
 func (l *Lab) nodeState(ctx context.Context, client kubernetes.Interface, node *Node) string {
-	if node.joinSeedOnly && node.VMName == node.Name {
+	if l.opts.JoinSeedOnly && node.VMName == node.Name {
 		// Its name is the clone's own: find it by the label its seed asks for.
 		found, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabVMLabel + "=" + node.VMName})
 		if err != nil {
