@@ -257,7 +257,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	usages := multi(token.DefaultUsages)
 	groups := multi(token.DefaultGroups)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
-	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime (0: never expires)")
+	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime (0: never expires, refused with --shared-token)")
 	fs.Var(&usages, "usages", "token `usages` (comma-separated)")
 	fs.Var(&groups, "groups", "extra `groups` the token authenticates as (comma-separated)")
 	fs.StringVar(&description, "description", "kubenode joiner", "token description")
@@ -284,6 +284,9 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	names, err := seedNames(outDir, out, seed, format, nf.nodeName, count, shared)
 	if err != nil {
+		return err
+	}
+	if err := token.CheckTTL(ttl, shared); err != nil {
 		return err
 	}
 	node, err := nf.config()

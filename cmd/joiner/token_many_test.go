@@ -37,6 +37,15 @@ func TestTokenManySeedsFlags(t *testing.T) {
 		{args: []string{"--output-dir", dir, "--node-name", "w", "--format", "yaml", "--kubelet-arg", "v=2", "--kubeconfig", "/nonexistent"}, code: 1, want: "--output-dir (--format yaml): kubeletExtraArgs: a join seed disc may not set it"},
 		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--format", "yaml", "--cri-socket", "unix:///run/x.sock", "--kubeconfig", "/nonexistent"}, code: 1, want: "--output-dir (--format yaml): criSocket: a join seed disc may not set it"},
 		{args: []string{"--seed-iso", filepath.Join(dir, "x.iso"), "--cri-socket", "unix:///run/x.sock", "--kubeconfig", "/nonexistent"}, code: 1, want: "no token was made"},
+		// kubeadm writes an expiry only for a positive TTL: a negative one
+		// would make a token that never expires.
+		{args: []string{"--seed-iso", filepath.Join(dir, "x.iso"), "--ttl", "-1h", "--kubeconfig", "/nonexistent"}, code: 1, want: "--ttl -1h0m0s: a negative lifetime"},
+		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--ttl", "-1s", "--kubeconfig", "/nonexistent"}, code: 1, want: "--ttl -1s: a negative lifetime"},
+		// A shared token that never expires joins any number of machines
+		// for ever.
+		{args: []string{"--output-dir", dir, "--node-name", "w", "--count", "2", "--shared-token", "--ttl", "0", "--kubeconfig", "/nonexistent"}, code: 1, want: "--ttl 0 with --shared-token: "},
+		// 0 for a token of one node is allowed: the flag says it never expires.
+		{args: []string{"--seed-iso", filepath.Join(dir, "x.iso"), "--ttl", "0", "--kubeconfig", "/nonexistent"}, code: 1, want: "loading the admin kubeconfig"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"token"}, tc.args...), &stdout, &stderr)

@@ -49,9 +49,27 @@ var (
 	DefaultGroups = []string{"system:bootstrappers:kubeadm:default-node-token"}
 )
 
+// CheckTTL refuses a lifetime that would make a token never expire by
+// mistake: kubeadm's secret gets an expiry only for a positive TTL, so a
+// negative one never expires, and a shared token (one for many nodes)
+// that never expires joins any number of machines for ever. 0 for one
+// node's token is allowed: the flag says it never expires.
+func CheckTTL(ttl time.Duration, shared bool) error {
+	switch {
+	case ttl < 0:
+		return fmt.Errorf("--ttl %s: a negative lifetime would make a token that never expires; give a positive duration such as 2h", ttl)
+	case ttl == 0 && shared:
+		return errors.New("--ttl 0 with --shared-token: a shared token that never expires joins any number of machines for ever; give a positive duration such as 2h")
+	}
+	return nil
+}
+
 // Create makes a bootstrap token and returns the node's join
 // configuration with the token and the CA pin.
 func Create(ctx context.Context, client kubernetes.Interface, o Options) (*config.Config, error) {
+	if err := CheckTTL(o.TTL, false); err != nil {
+		return nil, err
+	}
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
@@ -201,6 +219,9 @@ func WriteSeed(path string, cfg *config.Config) error {
 func CreateMany(ctx context.Context, client kubernetes.Interface, o Options, names []string, shared bool) ([]*config.Config, error) {
 	if len(names) == 0 {
 		return nil, errors.New("no node names")
+	}
+	if err := CheckTTL(o.TTL, shared); err != nil {
+		return nil, err
 	}
 	clone := func(c *config.Config, name string) (*config.Config, error) {
 		if c == nil {

@@ -93,6 +93,20 @@ func TestCreateRejectsBadUsagesAndGroups(t *testing.T) {
 	require.ErrorContains(t, err, "--groups")
 }
 
+// kubeadm's secret gets an expiry only for a positive TTL: a negative one
+// would be a token that never expires, and a shared one that never
+// expires joins any number of machines for ever. Neither is made.
+func TestCreateRefusesATokenThatWouldNeverExpireByMistake(t *testing.T) {
+	c := fake.NewClientset()
+	_, err := token.Create(context.Background(), c, token.Options{TTL: -time.Hour, Usages: token.DefaultUsages, Groups: token.DefaultGroups, Log: io.Discard})
+	require.ErrorContains(t, err, "--ttl -1h0m0s: a negative lifetime")
+	_, err = token.CreateMany(context.Background(), c, token.Options{Usages: token.DefaultUsages, Groups: token.DefaultGroups, Log: io.Discard}, []string{"a-1", "a-2"}, true)
+	require.ErrorContains(t, err, "--ttl 0 with --shared-token")
+	secrets, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, secrets.Items, "no token was made")
+}
+
 func TestSeedDiscHoldsTheConfig(t *testing.T) {
 	cfg := config.New()
 	cfg.Token = jointest.Token
