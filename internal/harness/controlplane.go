@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,8 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 			return nil, fmt.Errorf("%s is missing from %q: run scripts/k8s-binaries.sh: %w", b, o.BinDir, err)
 		}
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	// 0700: it holds the cluster's PKI, kubeconfigs and logs.
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("control plane dir: %w", err)
 	}
 	switch o.KubeletCgroupDriver {
@@ -439,7 +441,7 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 		out, err := exec.CommandContext(ctx, filepath.Join(o.BinDir, "kubeadm"), args...).CombinedOutput()
 		appendFile(logPath, fmt.Sprintf("$ kubeadm %s\n%s", strings.Join(args, " "), out))
 		if err != nil {
-			return fmt.Errorf("kubeadm %s: %w\n%s\nlast lines of %s:\n%s", strings.Join(args, " "), err, out,
+			return fmt.Errorf("kubeadm %s: %w\n%s\nlast lines of %s:\n%s", strings.Join(args, " "), err, redactTokens(string(out)),
 				cp.apiserver.log, tailFile(cp.apiserver.log, 20))
 		}
 	}
@@ -464,14 +466,23 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 	return nil
 }
 
+// appendFile appends s to the log at path (mode 0600), bootstrap tokens'
+// secrets redacted: kubeadm prints "Using token: <token>".
 func appendFile(path, s string) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	io.WriteString(f, s)
+	io.WriteString(f, redactTokens(s))
 }
+
+// bootstrapToken is a kubeadm bootstrap token, <id>.<secret>.
+var bootstrapToken = regexp.MustCompile(`\b([a-z0-9]{6})\.[a-z0-9]{16}\b`)
+
+// redactTokens replaces the secret of every bootstrap token in s, keeping
+// its ID (which `kubeadm token list` shows).
+func redactTokens(s string) string { return bootstrapToken.ReplaceAllString(s, "$1.<redacted>") }
 
 // Kubectl runs kubectl with the admin kubeconfig and returns its output.
 func (cp *ControlPlane) Kubectl(ctx context.Context, stdin io.Reader, args ...string) (string, error) {

@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// proc is a daemon the harness started; its output goes to <dir>/<name>.log.
+// proc is a daemon the harness started; its output goes to <dir>/<name>.log
+// (mode 0600).
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -26,7 +27,7 @@ type proc struct {
 // anything it forked, and nothing else.
 func start(dir, name string, argv []string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log of %s: %w", name, err)
 	}

@@ -9,8 +9,8 @@
 // It is a Go module of its own because Cluster API needs newer k8s.io modules
 // than the plugin: the plugin's module never imports Cluster API.
 //
-//	kubenode-capi-render --kubernetes-version v1.33.13 \
-//	  --api-server-endpoint 10.0.2.2:6443 --token abcdef.0123456789abcdef \
+//	echo abcdef.0123456789abcdef | kubenode-capi-render --kubernetes-version v1.33.13 \
+//	  --api-server-endpoint 10.0.2.2:6443 --token-file - \
 //	  --ca-cert-hash sha256:<hex> [--ca-cert-hash ...] \
 //	  [--ssh-user NAME --ssh-authorized-key "ssh-ed25519 AAAA..."] \
 //	  [--file /guest/path=/local/path] [--output FILE]
@@ -48,7 +48,7 @@ const (
 )
 
 func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
@@ -62,7 +62,9 @@ func main() {
 type options struct {
 	kubernetesVersion string
 	apiServerEndpoint string
-	token             string
+	tokenFile         string // - for stdin
+	tokenFlag         string // --token, refused
+	token             string // read from tokenFile
 	caCertHashes      []string
 	sshUser           string
 	sshAuthorizedKeys []string
@@ -71,10 +73,14 @@ type options struct {
 	output            string
 }
 
-// run parses args, renders the user data and writes it to --output or stdout.
-func run(args []string, stdout, stderr io.Writer) error {
+// run parses args, reads the token from --token-file (or stdin), renders
+// the user data and writes it to --output or stdout.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
+		return err
+	}
+	if o.token, err = readToken(o.tokenFile, stdin); err != nil {
 		return err
 	}
 	spec, version, err := o.kubeadmConfig()
@@ -96,6 +102,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// readToken reads the bootstrap token from file, or stdin for "-": the
+// first line, without surrounding white space.
+func readToken(file string, stdin io.Reader) (string, error) {
+	r := stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, 4096))
+	if err != nil {
+		return "", fmt.Errorf("--token-file %s: %w", file, err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return strings.TrimSpace(line), nil
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -108,7 +134,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "the worker Machine's Kubernetes version, e.g. v1.33.13 (selects the kubeadm API version); required")
 	fs.StringVar(&o.apiServerEndpoint, "api-server-endpoint", "", "the control plane endpoint HOST:PORT for bootstrap-token discovery; required")
-	fs.StringVar(&o.token, "token", "", "the bootstrap token [a-z0-9]{6}.[a-z0-9]{16}; required")
+	fs.StringVar(&o.tokenFile, "token-file", "", "a `file` holding the bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, - for stdin; required (not on the command line, where every local user sees it)")
+	fs.StringVar(&o.tokenFlag, "token", "", "refused: use --token-file")
 	fs.Var((*stringList)(&o.caCertHashes), "ca-cert-hash", "sha256:<hex> of the cluster CA's public key; repeatable, at least one")
 	fs.StringVar(&o.sshUser, "ssh-user", "", "a user cloud-init creates (needs --ssh-authorized-key)")
 	fs.Var((*stringList)(&o.sshAuthorizedKeys), "ssh-authorized-key", "an authorized key of --ssh-user; repeatable")
@@ -124,11 +151,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	for _, required := range []struct{ name, value string }{
 		{"--kubernetes-version", o.kubernetesVersion},
 		{"--api-server-endpoint", o.apiServerEndpoint},
-		{"--token", o.token},
 	} {
 		if required.value == "" {
 			return o, fmt.Errorf("%s is required", required.name)
 		}
+	}
+	if o.tokenFlag != "" {
+		return o, errors.New("--token: a token on the command line is seen by every local user (ps); give it with --token-file FILE, or --token-file - on stdin")
+	}
+	if o.tokenFile == "" {
+		return o, errors.New("--token-file is required (- reads the token from stdin)")
 	}
 	if len(o.caCertHashes) == 0 {
 		return o, errors.New("--ca-cert-hash is required (at least one)")
@@ -172,7 +204,8 @@ func (o options) kubeadmConfig() (bootstrapv1.KubeadmConfigSpec, semver.Version,
 		return spec, version, fmt.Errorf("--api-server-endpoint %q: want HOST:PORT: %w", o.apiServerEndpoint, err)
 	}
 	if !bootstraputil.IsValidBootstrapToken(o.token) {
-		return spec, version, fmt.Errorf("--token %q: not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})", o.token)
+		// The value is not shown: it may be a token with a typo.
+		return spec, version, fmt.Errorf("--token-file %s: not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})", o.tokenFile)
 	}
 	for _, h := range o.caCertHashes {
 		if err := checkCACertHash(h); err != nil {

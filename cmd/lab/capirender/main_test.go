@@ -29,12 +29,15 @@ const (
 	nodeNameWant = "{{ ds.meta_data.local_hostname }}"
 )
 
+// goldenTokenFile holds goldenToken, with the newline an editor adds.
+const goldenTokenFile = "testdata/token"
+
 // goldenArgs are the fixed inputs of the golden file.
 func goldenArgs() []string {
 	return []string{
 		"--kubernetes-version", k8sVersion,
 		"--api-server-endpoint", endpoint,
-		"--token", goldenToken,
+		"--token-file", goldenTokenFile,
 		"--ca-cert-hash", goldenHash,
 		"--ssh-user", "kubenode",
 		"--ssh-user-sudo", "ALL=(ALL) NOPASSWD:ALL",
@@ -46,7 +49,7 @@ func goldenArgs() []string {
 func render(t *testing.T, args []string) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if err := run(args, &stdout, &stderr); err != nil {
+	if err := run(args, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("run %q: %v (stderr: %s)", args, err, stderr.String())
 	}
 	return stdout.Bytes()
@@ -190,7 +193,7 @@ func TestStructure(t *testing.T) {
 // Cluster API's own files; several CA hashes are all kept.
 func TestMinimal(t *testing.T) {
 	second := "sha256:" + strings.Repeat("f", 64)
-	out := render(t, []string{"--kubernetes-version", "1.33.13", "--api-server-endpoint", endpoint, "--token", goldenToken, "--ca-cert-hash", goldenHash, "--ca-cert-hash", second})
+	out := render(t, []string{"--kubernetes-version", "1.33.13", "--api-server-endpoint", endpoint, "--token-file", goldenTokenFile, "--ca-cert-hash", goldenHash, "--ca-cert-hash", second})
 	var cc cloudConfig
 	if err := yaml.Unmarshal(out, &cc); err != nil {
 		t.Fatalf("not YAML: %v\n%s", err, out)
@@ -214,7 +217,7 @@ func TestMinimal(t *testing.T) {
 // controller: v1beta3 before Kubernetes 1.31, v1beta4 from it.
 func TestKubeadmAPIVersion(t *testing.T) {
 	for version, want := range map[string]string{"v1.30.14": "kubeadm.k8s.io/v1beta3", "v1.31.0": "kubeadm.k8s.io/v1beta4", k8sVersion: "kubeadm.k8s.io/v1beta4"} {
-		out := render(t, []string{"--kubernetes-version", version, "--api-server-endpoint", endpoint, "--token", goldenToken, "--ca-cert-hash", goldenHash})
+		out := render(t, []string{"--kubernetes-version", version, "--api-server-endpoint", endpoint, "--token-file", goldenTokenFile, "--ca-cert-hash", goldenHash})
 		if !strings.Contains(string(out), "\n      apiVersion: "+want+"\n") {
 			t.Errorf("Kubernetes %s: the JoinConfiguration is not %s:\n%s", version, want, out)
 		}
@@ -225,7 +228,7 @@ func TestKubeadmAPIVersion(t *testing.T) {
 func TestOutput(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "user-data")
 	var stdout, stderr bytes.Buffer
-	if err := run(append(goldenArgs(), "--output", path), &stdout, &stderr); err != nil {
+	if err := run(append(goldenArgs(), "--output", path), strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if stdout.Len() != 0 {
@@ -240,6 +243,31 @@ func TestOutput(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("--output's file: %v, mode %v, want 0600", err, fi.Mode().Perm())
+	}
+}
+
+// The token comes from a file or stdin, never the command line, where
+// every local user sees it (ps); an error never shows it.
+func TestTokenFromFileOrStdin(t *testing.T) {
+	want := render(t, goldenArgs())
+	args := slices.Clone(goldenArgs())
+	i := slices.Index(args, goldenTokenFile)
+	args[i] = "-"
+	var stdout, stderr bytes.Buffer
+	if err := run(args, strings.NewReader(goldenToken+"\n"), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), want) {
+		t.Errorf("--token-file - renders other user data than --token-file %s", goldenTokenFile)
+	}
+	stdout.Reset()
+	err := run(args, strings.NewReader("abcdef.0123456789ABCDEF"), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--token-file -: not a bootstrap token") || strings.Contains(err.Error(), "0123456789") {
+		t.Errorf("a bad token on stdin: %v", err)
+	}
+	err = run(append(goldenArgs(), "--token", goldenToken), strings.NewReader(""), &stdout, &stderr)
+	if err == nil || strings.Contains(err.Error(), "0123456789") {
+		t.Errorf("a token on the command line: %v", err)
 	}
 }
 
@@ -263,31 +291,33 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		flag string
 	}{
-		"no kubernetes version":  {without("--kubernetes-version"), "--kubernetes-version"},
-		"no endpoint":            {without("--api-server-endpoint"), "--api-server-endpoint"},
-		"no token":               {without("--token"), "--token"},
-		"no CA hash":             {without("--ca-cert-hash"), "--ca-cert-hash"},
-		"no key for the user":    {without("--ssh-authorized-key"), "--ssh-authorized-key"},
-		"no user for the key":    {without("--ssh-user"), "--ssh-user"},
-		"bad version":            {with("--kubernetes-version", "one.thirty"), "--kubernetes-version"},
-		"too old a version":      {with("--kubernetes-version", "v1.12.0"), "--kubernetes-version"},
-		"endpoint without port":  {with("--api-server-endpoint", "10.0.2.2"), "--api-server-endpoint"},
-		"endpoint without host":  {with("--api-server-endpoint", ":6443"), "--api-server-endpoint"},
-		"endpoint bad port":      {with("--api-server-endpoint", "10.0.2.2:http"), "--api-server-endpoint"},
-		"bad token":              {with("--token", "abcdef0123456789abcdef"), "--token"},
-		"hash without sha256":    {with("--ca-cert-hash", strings.Repeat("a", 64)), "--ca-cert-hash"},
-		"short hash":             {with("--ca-cert-hash", "sha256:abcd"), "--ca-cert-hash"},
-		"file without =":         {with("--file", "/etc/x"), "--file"},
-		"file without guest":     {with("--file", "="+goldenLocal), "--file"},
-		"file missing locally":   {with("--file", "/etc/x=testdata/no-such-file"), "--file"},
-		"file given twice":       {append(goldenArgs(), "--file", goldenFile+"="+goldenLocal), "--file"},
-		"output in no directory": {append(goldenArgs(), "--output", filepath.Join(t.TempDir(), "no", "such", "dir")), "--output"},
-		"unknown flag":           {append(goldenArgs(), "--no-such-flag"), "-no-such-flag"},
+		"no kubernetes version":     {without("--kubernetes-version"), "--kubernetes-version"},
+		"no endpoint":               {without("--api-server-endpoint"), "--api-server-endpoint"},
+		"no token":                  {without("--token-file"), "--token-file"},
+		"no CA hash":                {without("--ca-cert-hash"), "--ca-cert-hash"},
+		"no key for the user":       {without("--ssh-authorized-key"), "--ssh-authorized-key"},
+		"no user for the key":       {without("--ssh-user"), "--ssh-user"},
+		"bad version":               {with("--kubernetes-version", "one.thirty"), "--kubernetes-version"},
+		"too old a version":         {with("--kubernetes-version", "v1.12.0"), "--kubernetes-version"},
+		"endpoint without port":     {with("--api-server-endpoint", "10.0.2.2"), "--api-server-endpoint"},
+		"endpoint without host":     {with("--api-server-endpoint", ":6443"), "--api-server-endpoint"},
+		"endpoint bad port":         {with("--api-server-endpoint", "10.0.2.2:http"), "--api-server-endpoint"},
+		"bad token":                 {with("--token-file", "testdata/lab-marker"), "--token-file"},
+		"no token file":             {with("--token-file", "testdata/no-such-file"), "--token-file"},
+		"token on the command line": {append(goldenArgs(), "--token", goldenToken), "--token-file"},
+		"hash without sha256":       {with("--ca-cert-hash", strings.Repeat("a", 64)), "--ca-cert-hash"},
+		"short hash":                {with("--ca-cert-hash", "sha256:abcd"), "--ca-cert-hash"},
+		"file without =":            {with("--file", "/etc/x"), "--file"},
+		"file without guest":        {with("--file", "="+goldenLocal), "--file"},
+		"file missing locally":      {with("--file", "/etc/x=testdata/no-such-file"), "--file"},
+		"file given twice":          {append(goldenArgs(), "--file", goldenFile+"="+goldenLocal), "--file"},
+		"output in no directory":    {append(goldenArgs(), "--output", filepath.Join(t.TempDir(), "no", "such", "dir")), "--output"},
+		"unknown flag":              {append(goldenArgs(), "--no-such-flag"), "-no-such-flag"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(c.args, &stdout, &stderr)
+			err := run(c.args, strings.NewReader(""), &stdout, &stderr)
 			if err == nil {
 				t.Fatalf("run %q succeeded:\n%s", c.args, stdout.String())
 			}

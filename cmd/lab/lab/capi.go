@@ -113,13 +113,17 @@ func (l *Lab) renderBootstrap(ctx context.Context, n *Node, subnet int) error {
 		return err
 	}
 	userData := filepath.Join(l.opts.WorkDir, n.Name+"-user-data")
+	// The token goes in on stdin: on the command line, every local user
+	// would see it.
 	args = []string{"--kubernetes-version", l.kubernetesVersion, "--api-server-endpoint", c.APIServerEndpoint,
-		"--token", c.Token, "--ssh-user", capiUser, "--ssh-user-sudo", "ALL=(ALL) NOPASSWD:ALL", "--ssh-authorized-key", l.vms.authorized,
+		"--token-file", "-", "--ssh-user", capiUser, "--ssh-user-sudo", "ALL=(ALL) NOPASSWD:ALL", "--ssh-authorized-key", l.vms.authorized,
 		"--file", capiConflist + "=" + conflist, "--output", userData}
 	for _, h := range c.CACertHashes {
 		args = append(args, "--ca-cert-hash", h)
 	}
-	if out, err := exec.CommandContext(ctx, l.opts.CAPIRender, args...).CombinedOutput(); err != nil {
+	render := exec.CommandContext(ctx, l.opts.CAPIRender, args...)
+	render.Stdin = strings.NewReader(c.Token + "\n")
+	if out, err := render.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubenode-capi-render: %w\n%s", err, out)
 	}
 	if n.userData, err = os.ReadFile(userData); err != nil {

@@ -54,7 +54,7 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1",
 		// packer's own temporary files go under the work dir, removed by Close.
 		"TMPDIR="+filepath.Join(o.WorkDir, "tmp"))
-	if err := os.MkdirAll(filepath.Join(o.WorkDir, "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.WorkDir, "tmp"), 0o700); err != nil {
 		return err
 	}
 	install := exec.CommandContext(ctx, o.Packer, "plugins", "install", "--path", o.Plugin, "github.com/kubenode/kubenode")

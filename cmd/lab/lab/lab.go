@@ -204,7 +204,9 @@ func start(ctx context.Context, o Options, stagesOf func(*Lab) []stage) (l *Lab,
 			l = nil
 		}
 	}()
-	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+	// 0700, as the default one from os.MkdirTemp: it holds the control
+	// plane's PKI, the bootstrap tokens' seeds and the logs.
+	if err := os.MkdirAll(o.WorkDir, 0o700); err != nil {
 		l.Close()
 		return l, fmt.Errorf("work dir: %w", err)
 	}
