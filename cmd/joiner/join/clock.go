@@ -22,7 +22,8 @@ var MaxClockSkew = 5 * time.Minute
 var nodeClock = time.Now
 
 // serverDate keeps the Date header of the first HTTPS response from the
-// API server, and the node's time when it arrived.
+// API server whose TLS was verified against the pinned CA, and the node's
+// time when it arrived.
 type serverDate struct {
 	mu         sync.Mutex
 	server, at time.Time
@@ -59,10 +60,15 @@ func (s *serverDate) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// clients wraps newClient so that the clients it builds record the Date
-// header into s.
+// clients wraps newClient so that the clients it builds with a CA to verify
+// the server against (discovery's second client: the pinned CA) record the
+// Date header into s. The first, unverified answer could come from anyone
+// on the way, who could set the node's clock check as it likes.
 func (s *serverDate) clients(newClient func(*rest.Config) (kubernetes.Interface, error)) func(*rest.Config) (kubernetes.Interface, error) {
 	return func(rc *rest.Config) (kubernetes.Interface, error) {
+		if rc.TLSClientConfig.Insecure || len(rc.TLSClientConfig.CAData) == 0 {
+			return newClient(rc)
+		}
 		rc = rest.CopyConfig(rc)
 		rc.WrapTransport = transport.Wrappers(rc.WrapTransport, s.wrap)
 		return newClient(rc)

@@ -29,7 +29,7 @@ import (
 // it again over TLS verified by that CA. It retries while the API server
 // is unreachable or the token's signature is not there yet. Then it
 // compares the node's clock with the Date header of the API server's first
-// answer (see MaxClockSkew).
+// answer over TLS verified by the pinned CA (see MaxClockSkew).
 func discover(ctx context.Context, d *data) error {
 	cfg := d.cfg
 	var info *ClusterInfo

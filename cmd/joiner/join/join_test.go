@@ -587,6 +587,31 @@ func dateClient(e *env, serverNow func() time.Time) func(*rest.Config) (kubernet
 	}
 }
 
+// The node's clock is compared with the Date header of an answer whose
+// TLS was verified against the pinned CA, never with the first, unverified
+// one, which anyone on the way could have sent.
+func TestClockSkewReadsOnlyAVerifiedAnswer(t *testing.T) {
+	verified := func(rc *rest.Config) bool { return !rc.TLSClientConfig.Insecure && len(rc.TLSClientConfig.CAData) > 0 }
+	lying := func(e *env, liar func(*rest.Config) bool) func(*rest.Config) (kubernetes.Interface, error) {
+		return func(rc *rest.Config) (kubernetes.Interface, error) {
+			off := time.Duration(0)
+			if liar(rc) {
+				off = 2 * time.Hour
+			}
+			return dateClient(e, func() time.Time { return time.Now().Add(off) })(rc)
+		}
+	}
+	e := newEnv(t, goodConfig)
+	e.opts.NewClient = lying(e, func(rc *rest.Config) bool { return !verified(rc) })
+	require.NoError(t, join.Run(context.Background(), e.opts), "the unverified answer's clock does not count:\n%s", e.log.String())
+
+	e = newEnv(t, goodConfig)
+	e.opts.NewClient = lying(e, verified)
+	err := join.Run(context.Background(), e.opts)
+	require.Error(t, err, "the verified answer's clock counts")
+	assert.Regexp(t, `^phase discovery: this node's clock is (1h59m59s|2h0m0s) behind the API server's`, err.Error())
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -99,26 +99,66 @@ func (e *StepError) Error() string {
 	return fmt.Sprintf("step %s: `%s` exited with code %d; last lines of its output:\n%s", e.Step, e.Command, e.ExitCode, e.Tail)
 }
 
-// NewLineTail keeps a command's output and shows its last 25 lines.
+// NewLineTail keeps the end of a command's output and shows its last 25
+// lines.
 func NewLineTail() *LineTail { return &LineTail{max: 25} }
 
-// LineTail keeps all output and shows its last max lines.
+// maxOutput bounds the output a LineTail keeps: its last maxOutput bytes,
+// from a line's start. A guest that prints without end cannot exhaust
+// Packer's memory; the steps' output the bake reads is far shorter.
+const maxOutput = 1 << 20
+
+// LineTail keeps the last maxOutput bytes of output and shows its last
+// max lines.
 type LineTail struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
+	mu          sync.Mutex
+	max         int
+	buf         bytes.Buffer
+	dropped     int  // bytes dropped from the start
+	lastDropped byte // the last of them
 }
 
 func (t *LineTail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.buf.Write(p)
+	n := len(p)
+	if len(p) > maxOutput {
+		t.drop(t.buf.Len())
+		t.dropped += len(p) - maxOutput
+		t.lastDropped = p[len(p)-maxOutput-1]
+		p = p[len(p)-maxOutput:]
+	}
+	t.buf.Write(p)
+	if over := t.buf.Len() - maxOutput; over > 0 {
+		t.drop(over)
+	}
+	// A line cut at the start goes too, unless it is the only one.
+	if t.dropped > 0 && t.lastDropped != '\n' {
+		if i := bytes.IndexByte(t.buf.Bytes(), '\n'); i >= 0 && i+1 < t.buf.Len() {
+			t.drop(i + 1)
+		}
+	}
+	return n, nil
 }
 
-// All is all the output.
+// drop drops the first n bytes kept.
+func (t *LineTail) drop(n int) {
+	if n == 0 {
+		return
+	}
+	t.lastDropped = t.buf.Bytes()[n-1]
+	t.dropped += n
+	t.buf.Next(n)
+}
+
+// All is the output kept, after a line saying how much was dropped from
+// its start, if any.
 func (t *LineTail) All() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.dropped > 0 {
+		return fmt.Sprintf("[kubenode-bake: the first %d bytes of this output were dropped: only the last %d are kept]\n", t.dropped, maxOutput) + t.buf.String()
+	}
 	return t.buf.String()
 }
 
