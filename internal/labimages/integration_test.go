@@ -1,6 +1,6 @@
 //go:build integration
 
-package labimages
+package labimages_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
 )
 
 const testNamespace = "kubenode-labimages-test"
@@ -29,9 +30,9 @@ func TestImportIntoContainerd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	src, err := KubernetesSourceDir(ctx, "v1.36.0")
+	src, err := labimages.KubernetesSourceDir(ctx, "v1.36.0")
 	require.NoError(t, err)
-	imgs, err := Build(ctx, Options{PauseRef: "registry.k8s.io/pause:3.10.2", KubernetesSourceDir: src, CacheDir: t.TempDir()})
+	imgs, err := labimages.Build(ctx, labimages.Options{PauseRef: "registry.k8s.io/pause:3.10.2", KubernetesSourceDir: src, CacheDir: t.TempDir()})
 	require.NoError(t, err)
 
 	sock := harness.StartContainerd(t)
