@@ -152,7 +152,7 @@ func TestInstallFromISO(t *testing.T) {
 	// default TCG CPU model) runs x86-64-v2 userspaces, and kubenode-export
 	// compresses the exported qcow2 in place, with its checksum and manifest.
 	t.Run("uefi2: a build from a local disk image, exported", func(t *testing.T) {
-		assert.Contains(t, out, "kubenode-libvirt.uefi: x86-64-v2 (supported, searched)", "the default TCG CPU model runs x86-64-v2 userspaces")
+		assert.Regexp(t, `kubenode-libvirt\.uefi: +x86-64-v2 \(supported, searched\)`, out, "the default TCG CPU model runs x86-64-v2 userspaces")
 		assert.Contains(t, out, "kubenode-libvirt.uefi: http-check: served-by-packer", "the guest reached Packer's HTTP server at build.PackerHTTPAddr")
 		assert.Contains(t, out, "The guest reaches the HTTP server at 10.0.2.2")
 		dir := filepath.Join(again.outDir, "uefi2")
