@@ -235,8 +235,13 @@ func linuxResetNetwork(s *sh) {
 // linuxCleanCloudInit has every clone's cloud-init run as on a new
 // instance: its state, logs and seed directory go (a NoCloud seed left in
 // /var/lib/cloud/seed would be read before the clone's own). An older
-// cloud-init without --seed has the directory removed instead.
+// cloud-init without --seed has the directory removed instead. Once clean
+// (a second bake in the same boot), it changes nothing.
 func linuxCleanCloudInit(s *sh) {
-	s.line("if cloud-init clean --help 2>&1 | grep -q -- '--seed'; then cloud-init clean --logs --seed >/dev/null; else cloud-init clean --logs >/dev/null; rm -rf /var/lib/cloud/seed; fi")
-	s.line("echo 'changed: cloud-init state, logs and seed cleaned: it runs again on every VM from this image'")
+	s.line("if [ -n \"$(ls -A /var/lib/cloud 2>/dev/null)\" ] || [ -e /var/log/cloud-init.log ] || [ -e /var/log/cloud-init-output.log ]; then")
+	s.line("  if cloud-init clean --help 2>&1 | grep -q -- '--seed'; then cloud-init clean --logs --seed >/dev/null; else cloud-init clean --logs >/dev/null; rm -rf /var/lib/cloud/seed; fi")
+	s.line("  echo 'changed: cloud-init state, logs and seed cleaned: it runs again on every VM from this image'")
+	s.line("else")
+	s.line("  echo 'ok: cloud-init state, logs and seed clean: it runs again on every VM from this image'")
+	s.line("fi")
 }

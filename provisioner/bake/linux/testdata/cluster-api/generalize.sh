@@ -41,8 +41,12 @@ put '/etc/hosts' 0644 <<'KUBENODE_EOF' || true
 127.0.0.1 localhost
 ::1 localhost ip6-localhost ip6-loopback
 KUBENODE_EOF
-if cloud-init clean --help 2>&1 | grep -q -- '--seed'; then cloud-init clean --logs --seed >/dev/null; else cloud-init clean --logs >/dev/null; rm -rf /var/lib/cloud/seed; fi
-echo 'changed: cloud-init state, logs and seed cleaned: it runs again on every VM from this image'
+if [ -n "$(ls -A /var/lib/cloud 2>/dev/null)" ] || [ -e /var/log/cloud-init.log ] || [ -e /var/log/cloud-init-output.log ]; then
+  if cloud-init clean --help 2>&1 | grep -q -- '--seed'; then cloud-init clean --logs --seed >/dev/null; else cloud-init clean --logs >/dev/null; rm -rf /var/lib/cloud/seed; fi
+  echo 'changed: cloud-init state, logs and seed cleaned: it runs again on every VM from this image'
+else
+  echo 'ok: cloud-init state, logs and seed clean: it runs again on every VM from this image'
+fi
 if command -v apt-get >/dev/null; then apt-get clean; fi
 find /var/log -type f \( -name '*.gz' -o -name '*.[0-9]' \) -delete
 find /var/log -type f -exec truncate -s 0 {} +
