@@ -382,10 +382,12 @@ func (fs *FS) extents(ads []byte, long bool, partition uint16) ([]extent, error)
 	if long {
 		size = 16
 	}
-	// Continuations count against maxExtents too: one that points back at
-	// itself (or any cycle) would otherwise be followed for ever, since it
-	// adds no extent.
+	// Continuations count against maxExtents too, and each block may hold
+	// the continuation once: one that points back at itself (or any cycle)
+	// would otherwise be followed for ever, since it adds no extent, and
+	// even bounded by maxExtents a cycle costs thousands of block reads.
 	descriptors := 0
+	visited := map[longAD]bool{}
 	for len(ads) >= size {
 		if descriptors++; descriptors > maxExtents {
 			return nil, errors.New("too many allocation descriptors")
@@ -401,6 +403,11 @@ func (fs *FS) extents(ads []byte, long bool, partition uint16) ([]extent, error)
 		}
 		ad.length = length
 		if typ == 3 {
+			at := longAD{block: ad.block, partition: ad.partition}
+			if visited[at] {
+				return nil, errors.New("allocation descriptors continue in a loop")
+			}
+			visited[at] = true
 			next, err := fs.readBlock(ad)
 			if err != nil {
 				return nil, err

@@ -101,13 +101,13 @@ func TestOpenRefusesCraftedAllocationExtents(t *testing.T) {
 			aed := d.alloc(1)
 			d.setAllocationExtent(aed, 258, shortAD(3, sector, aed))
 			d.setEntry(entry, 5, 4096, shortAD(3, sector, aed))
-		}, "too many allocation descriptors"},
+		}, "allocation descriptors continue in a loop"},
 		{"two continuations pointing at each other", func(d *disc, entry uint32) {
 			a := d.alloc(2)
 			d.setAllocationExtent(a, 258, append(shortAD(0, sector, 0), shortAD(3, sector, a+1)...))
 			d.setAllocationExtent(a+1, 258, shortAD(3, sector, a))
 			d.setEntry(entry, 5, 4096, shortAD(3, sector, a))
-		}, "too many allocation descriptors"},
+		}, "allocation descriptors continue in a loop"},
 		{"continuation to a block that is not an allocation extent descriptor", func(d *disc, entry uint32) {
 			a := d.alloc(1)
 			d.setAllocationExtent(a, 261, shortAD(0, sector, 0)) // a file entry's tag
