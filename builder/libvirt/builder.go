@@ -88,10 +88,12 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 		"generated_data": state.Get("generated_data"),
 		FactsKey:         string(facts),
 	}, uri: c.LibvirtURI, labels: imageLabels(c.imageFacts(), rec)}
-	switch {
-	case c.diskImageFromISOURL() && len(c.ISOUrls) > 0:
-		a.source = absPath(c.ISOUrls[0])
-	case c.DiskImage != "" && !c.diskImageFromISOURL():
+	switch c.source {
+	case sourceISOURLDisk:
+		if len(c.ISOUrls) > 0 {
+			a.source = absPath(c.ISOUrls[0])
+		}
+	case sourceDiskImage:
 		a.source = absPath(c.DiskImage)
 	}
 	if v, ok := state.GetOk(stateExportVol); ok {
@@ -108,8 +110,8 @@ func (b *Builder) steps() []multistep.Step {
 	// Before anything is downloaded or created: a build that could not
 	// keep its firmware state stops now rather than after the install.
 	steps := []multistep.Step{&stepCheckFirmwareAccess{}}
-	switch {
-	case c.diskImageFromISOURL():
+	switch c.source {
+	case sourceISOURLDisk:
 		steps = append(steps, &commonsteps.StepDownload{
 			Checksum:    c.ISOChecksum,
 			Description: "disk image",
@@ -118,7 +120,7 @@ func (b *Builder) steps() []multistep.Step {
 			TargetPath:  c.TargetPath,
 			Url:         c.ISOUrls,
 		})
-	case c.DiskImage == "":
+	case sourceInstallISO:
 		steps = append(steps, &commonsteps.StepDownload{
 			Checksum:    c.ISOChecksum,
 			Description: "ISO",

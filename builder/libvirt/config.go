@@ -256,6 +256,11 @@ type Config struct {
 	ctx interpolate.Context
 	// instanceID is linux.instance_id or one made for this build.
 	instanceID string
+	// source is what the build starts from, decided once by Prepare.
+	source sourceKind
+	// diskSize is disk_size in bytes, parsed once by Prepare (and grown to
+	// a local disk_image's virtual size when disk_size is unset).
+	diskSize uint64
 	// diskSizeDefaulted: disk_size was not set, so it may grow to the base
 	// disk's size.
 	diskSizeDefaulted bool
@@ -396,13 +401,14 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 
 	// Sources: an install ISO or a base disk (a path, a URL, or iso_url
 	// itself with disk_image = true).
-	if strings.EqualFold(c.DiskImage, "false") {
-		c.DiskImage = ""
+	c.source = sourceKindOf(c.DiskImage)
+	if c.source == sourceInstallISO {
+		c.DiskImage = "" // "false" is the same as unset
 	}
-	if c.diskImageFromISOURL() && c.TargetExtension == "" {
+	if c.source == sourceISOURLDisk && c.TargetExtension == "" {
 		c.TargetExtension = "img" // the name of the file in Packer's cache
 	}
-	if c.DiskImage == "" || c.diskImageFromISOURL() {
+	if c.source != sourceDiskImage {
 		warns, isoErrs := c.ISOConfig.Prepare(&c.ctx)
 		warnings = append(warnings, warns...)
 		for _, e := range isoErrs {
@@ -467,17 +473,20 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 			c.DiskSize = "60G"
 		}
 	}
-	if _, err := parseDiskSize(c.DiskSize); err != nil {
+	if size, err := parseDiskSize(c.DiskSize); err != nil {
 		add("disk_size", "%v", err)
-	} else if base, ok, err := c.localBaseDiskSize(); err != nil {
-		errs = packersdk.MultiErrorAppend(errs, err)
-	} else if ok {
+	} else {
+		c.diskSize = size
 		// Known now for a local disk_image; a downloaded one is checked
 		// at build time, before the VM is defined.
-		if size, err := c.diskSizeForBase(base); err != nil {
+		base, ok, err := c.localBaseDiskSize()
+		if ok && err == nil {
+			size, err = c.diskSizeForBase(base)
+		}
+		if err != nil {
 			errs = packersdk.MultiErrorAppend(errs, err)
-		} else if c.diskSizeDefaulted {
-			c.DiskSize = formatSize(size)
+		} else if size != c.diskSize {
+			c.diskSize, c.DiskSize = size, formatSize(size)
 		}
 	}
 	if c.DiskBus == "" {

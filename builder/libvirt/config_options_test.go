@@ -242,7 +242,7 @@ func TestPrepareDiskImageTrueBootsISOURL(t *testing.T) {
 		"disk_image": "true", "iso_url": "https://cloud.example.com/rocky-9.qcow2", "iso_checksum": "none",
 	}))
 	require.NoError(t, err)
-	assert.True(t, c.diskImageFromISOURL())
+	assert.Equal(t, sourceISOURLDisk, c.source)
 	assert.Empty(t, c.sourceFiles(), "iso_url is the disk, nothing else to fetch")
 	assert.Equal(t, 1, c.cdromCount(), "the seed only: iso_url is not a CD-ROM")
 	b := &Builder{config: c}
@@ -346,7 +346,7 @@ func TestDiskVirtualSizeRefusesQcow2NamingOtherFiles(t *testing.T) {
 	assert.ErrorContains(t, err, "a qcow2 header cut short", "a v3 header is 104 bytes: the feature bits must be there")
 
 	// The key of the base disk: disk_image, or iso_url with disk_image = true.
-	assert.Equal(t, "iso_url", (&Config{DiskImage: "true"}).baseDiskKey())
+	assert.Equal(t, "iso_url", (&Config{source: sourceISOURLDisk}).baseDiskKey())
 	_, err = (&Config{}).Prepare(tcgRaw(map[string]interface{}{"disk_image": qcow2Header(t, 3, backing)}))
 	assert.ErrorContains(t, err, "disk_image: ")
 	assert.ErrorContains(t, err, "names a backing file")
@@ -371,12 +371,13 @@ func TestPrepareDiskSizeAgainstALocalBaseDisk(t *testing.T) {
 	base := qcow2(t, 30<<30)
 	for _, tc := range []struct {
 		name, diskSize, want, err string
+		bytes                     uint64
 	}{
-		{name: "larger", diskSize: "40G", want: "40G"},
-		{name: "equal", diskSize: "30720M", want: "30720M"},
+		{name: "larger", diskSize: "40G", want: "40G", bytes: 40 << 30},
+		{name: "equal", diskSize: "30720M", want: "30720M", bytes: 30 << 30},
 		{name: "smaller", diskSize: "20G",
 			err: "disk_size: 20G is smaller than disk_image's virtual size, 30G: a disk cannot shrink; set disk_size to at least 30G, or leave it unset"},
-		{name: "default grows", want: "30G"},
+		{name: "default grows", want: "30G", bytes: 30 << 30},
 	} {
 		raw := tcgRaw(map[string]interface{}{"disk_image": base})
 		if tc.diskSize != "" {
@@ -390,6 +391,7 @@ func TestPrepareDiskSizeAgainstALocalBaseDisk(t *testing.T) {
 		}
 		require.NoError(t, err, tc.name)
 		assert.Equal(t, tc.want, c.DiskSize, tc.name)
+		assert.Equal(t, tc.bytes, c.diskSize, tc.name)
 	}
 	odd := qcow2(t, 2361393153)
 	_, err := (&Config{}).Prepare(tcgRaw(map[string]interface{}{"disk_image": odd, "disk_size": "2G"}))

@@ -67,15 +67,38 @@ func isURL(s string) bool {
 	return err == nil && len(u.Scheme) > 1
 }
 
-// diskImageFromISOURL says whether disk_image = true: iso_url is the disk
-// image, as in the qemu builder (HCL turns the bool into "true").
-func (c *Config) diskImageFromISOURL() bool { return strings.EqualFold(c.DiskImage, "true") }
+// sourceKind is what the build starts from. Prepare decides it once, from
+// disk_image; the steps branch on it.
+type sourceKind int
+
+const (
+	// sourceInstallISO: an install from iso_url onto an empty disk.
+	sourceInstallISO sourceKind = iota
+	// sourceDiskImage: disk_image, a local path or a URL, is the base disk.
+	sourceDiskImage
+	// sourceISOURLDisk: disk_image = true, iso_url is the base disk, as in
+	// the qemu builder.
+	sourceISOURLDisk
+)
+
+// sourceKindOf reads disk_image: unset or false installs from iso_url,
+// true boots iso_url as the disk (HCL turns the bool into "true"), and
+// anything else is the base disk's path or URL.
+func sourceKindOf(diskImage string) sourceKind {
+	switch {
+	case diskImage == "" || strings.EqualFold(diskImage, "false"):
+		return sourceInstallISO
+	case strings.EqualFold(diskImage, "true"):
+		return sourceISOURLDisk
+	}
+	return sourceDiskImage
+}
 
 // sourceFiles lists disk_image (a path or URL), virtio_win_iso and
 // extra_cdroms, in the order the build attaches them.
 func (c *Config) sourceFiles() []sourceFile {
 	var out []sourceFile
-	if c.DiskImage != "" && !c.diskImageFromISOURL() {
+	if c.source == sourceDiskImage {
 		out = append(out, sourceFile{
 			key: "disk_image", checksumKey: "disk_image_checksum", description: "disk image",
 			location: c.DiskImage, checksum: c.DiskImageChecksum, extension: cacheExtension(c.DiskImage, "img"),
@@ -211,7 +234,7 @@ func qcow2VirtualSize(head []byte) (uint64, error) {
 // baseDiskKey is the HCL key of the base disk: iso_url with disk_image =
 // true, else disk_image.
 func (c *Config) baseDiskKey() string {
-	if c.diskImageFromISOURL() {
+	if c.source == sourceISOURLDisk {
 		return "iso_url"
 	}
 	return "disk_image"
@@ -223,10 +246,7 @@ func (c *Config) baseDiskKey() string {
 // around to a small one); one the template set must be at least the
 // base's size.
 func (c *Config) diskSizeForBase(base uint64) (uint64, error) {
-	size, err := parseDiskSize(c.DiskSize)
-	if err != nil {
-		return 0, fmt.Errorf("disk_size: %w", err)
-	}
+	size := c.diskSize
 	if base <= size {
 		return size, nil
 	}
@@ -271,7 +291,7 @@ func minDiskSize(n uint64) string {
 // or for a file this machine cannot open (the build reports it). An image
 // that opens but is refused (a qcow2 naming another file) is an error now.
 func (c *Config) localBaseDiskSize() (uint64, bool, error) {
-	if c.DiskImage == "" || c.diskImageFromISOURL() || isURL(c.DiskImage) {
+	if c.source != sourceDiskImage || isURL(c.DiskImage) {
 		return 0, false, nil
 	}
 	if _, err := os.Stat(c.DiskImage); err != nil {

@@ -11,6 +11,7 @@ const (
 	statePool            = "pool"             // string: the storage pool the build uses
 	stateDiskVolume      = "disk_volume"      // string: the build disk's volume name
 	stateDiskPath        = "disk_path"        // string: the build disk's path on the hypervisor
+	stateDiskSize        = "disk_size"        // uint64: the build disk's capacity in bytes (disk_size, or grown to the base disk)
 	stateCDROMs          = "cdroms"           // []string: CD-ROM volume paths, boot ISO first
 	stateHostPort        = "host_port"        // int: the host port forwarded to the communicator
 	statePortReservation = "port_reservation" // *portReservation: the lock on host_port

@@ -21,9 +21,12 @@ import (
 // created.
 //
 // A base disk is checked against disk_size before anything is created.
+// The build disk is disk_size large, or as large as the base disk when
+// that is larger and disk_size was left unset; disk_size says which.
 //
 // Uses: config, driver, ui, iso_path, base_disk, virtio_win_iso,
-// extra_cdrom_<i>, seed_iso. Produces: pool, disk_volume, disk_path, cdroms.
+// extra_cdrom_<i>, seed_iso. Produces: pool, disk_volume, disk_path,
+// disk_size, cdroms.
 type stepCreateStorage struct {
 	pool    string
 	ownPool bool
@@ -39,11 +42,12 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 	// with disk_image = true. It is read here, before the upload, so a
 	// disk_size smaller than the image stops the build before any volume
 	// or domain exists.
-	baseDisk, size := "", uint64(0)
+	baseDisk, size := "", c.diskSize
 	files := c.sourceFiles()
-	if c.diskImageFromISOURL() {
+	switch c.source {
+	case sourceISOURLDisk:
 		baseDisk, _ = state.Get(stateBaseDisk).(string)
-	} else if c.DiskImage != "" {
+	case sourceDiskImage:
 		baseDisk = files[0].path(state)
 		files = files[1:]
 	}
@@ -55,8 +59,6 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 		if size, err = c.diskSizeForBase(base); err != nil {
 			return halt(state, ui, err)
 		}
-	} else {
-		size, _ = parseDiskSize(c.DiskSize)
 	}
 
 	s.pool = c.StoragePool
@@ -80,11 +82,11 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 		base := c.VMName + "-base"
 		format, err := DiskFormat(baseDisk)
 		if err != nil {
-			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+			return halt(state, ui, fmt.Errorf("%s: %w", c.baseDiskKey(), err))
 		}
 		basePath, err := s.upload(ctx, d, ui, baseDisk, Volume{Name: base, Format: format})
 		if err != nil {
-			return halt(state, ui, fmt.Errorf("disk_image: %w", err))
+			return halt(state, ui, fmt.Errorf("%s: %w", c.baseDiskKey(), err))
 		}
 		if *c.UseBackingFile {
 			disk.BackingPath, disk.BackingFormat = basePath, format
@@ -97,6 +99,7 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 			s.volumes = append(s.volumes, disk.Name)
 			state.Put(stateDiskVolume, disk.Name)
 			state.Put(stateDiskPath, p)
+			state.Put(stateDiskSize, size)
 			disk.Name = ""
 		}
 	}
@@ -109,10 +112,11 @@ func (s *stepCreateStorage) Run(ctx context.Context, state multistep.StateBag) m
 		s.volumes = append(s.volumes, disk.Name)
 		state.Put(stateDiskVolume, disk.Name)
 		state.Put(stateDiskPath, p)
+		state.Put(stateDiskSize, size)
 	}
 
 	var isos []string
-	if p, ok := state.GetOk(stateISOPath); ok && p.(string) != "" && !c.diskImageFromISOURL() {
+	if p, ok := state.GetOk(stateISOPath); ok && p.(string) != "" && c.source == sourceInstallISO {
 		isos = append(isos, p.(string))
 	}
 	for _, f := range files { // virtio_win_iso, then extra_cdroms

@@ -127,7 +127,7 @@ func (c *Config) checkDomainXMLPatches() []error {
 // ISO, virtio_win_iso, extra_cdroms and the seed disc.
 func (c *Config) cdromCount() int {
 	n := len(c.ExtraCDROMs)
-	if c.DiskImage == "" {
+	if c.source == sourceInstallISO {
 		n++
 	}
 	if c.VirtioWinISO != "" {

@@ -16,9 +16,11 @@ import (
 // stepExport makes the finished disk: a flattened qcow2 copy of the build
 // disk (no backing file), downloaded into output_directory, or kept as a
 // volume in storage_pool with keep_in_pool. The file is written under a
-// temporary name and renamed when complete.
+// temporary name and renamed when complete. The copy is as large as the
+// build disk.
 //
-// Uses: config, driver, ui, pool, disk_volume. Produces: exported, export_volume.
+// Uses: config, driver, ui, pool, disk_volume, disk_size. Produces:
+// exported, export_volume.
 type stepExport struct {
 	tmp    string
 	volume string
@@ -30,7 +32,7 @@ func (s *stepExport) Run(ctx context.Context, state multistep.StateBag) multiste
 	ui := state.Get(stateUI).(packersdk.Ui)
 	pool := state.Get(statePool).(string)
 	disk := state.Get(stateDiskVolume).(string)
-	size, _ := parseDiskSize(c.DiskSize)
+	size := state.Get(stateDiskSize).(uint64)
 
 	name := c.VMName + "-export.qcow2"
 	if c.KeepInPool {

@@ -126,12 +126,28 @@ func TestStepCreateStorageAttachesFetchedFiles(t *testing.T) {
 	assert.Equal(t, uint64(20<<30), m.Volumes["packer-deb.qcow2"].Capacity)
 }
 
-func TestStepCreateStorageChecksADownloadedBaseDisk(t *testing.T) {
-	c := preparedLinux(t)
-	c.DiskImage = "https://cloud.example.com/rocky-9.qcow2"
+// preparedWith is a Linux build prepared with extra settings.
+func preparedWith(t *testing.T, extra map[string]interface{}) *Config {
+	t.Helper()
+	raw := tcgRaw(extra)
+	raw["output_directory"] = filepath.Join(t.TempDir(), "out")
+	var c Config
+	_, err := c.Prepare(raw)
+	require.NoError(t, err)
+	return &c
+}
 
+// downloadedBaseDisk is disk_image given as a URL: its size is known only
+// once StepDownload has fetched it.
+var downloadedBaseDisk = map[string]interface{}{"disk_image": "https://cloud.example.com/rocky-9.qcow2", "disk_image_checksum": "none"}
+
+func TestStepCreateStorageChecksADownloadedBaseDisk(t *testing.T) {
 	// A disk_size the template set: refused before anything is created.
-	c.DiskSize, c.diskSizeDefaulted = "8G", false
+	set := map[string]interface{}{"disk_size": "8G"}
+	for k, v := range downloadedBaseDisk {
+		set[k] = v
+	}
+	c := preparedWith(t, set)
 	m := NewMockDriver()
 	state := testState(t, c, m)
 	state.Put(stateBaseDisk, qcow2(t, 10<<30))
@@ -143,18 +159,58 @@ func TestStepCreateStorageChecksADownloadedBaseDisk(t *testing.T) {
 	s.Cleanup(state)
 
 	// The default grows to the image's size.
-	c.DiskSize, c.diskSizeDefaulted = "20G", true
+	c = preparedWith(t, downloadedBaseDisk)
 	state = testState(t, c, m)
 	state.Put(stateBaseDisk, qcow2(t, 30<<30+1))
 	s = &stepCreateStorage{}
 	require.Equal(t, multistep.ActionContinue, s.Run(context.Background(), state))
 	assert.Equal(t, uint64(30<<30+1<<20), m.Volumes["packer-deb.qcow2"].Capacity, "rounded up to a MiB")
+	assert.Equal(t, uint64(30<<30+1<<20), state.Get(stateDiskSize), "the size the disk grew to is in the state")
 	s.Cleanup(state)
 }
 
+func TestStepExportCopiesTheGrownDisk(t *testing.T) {
+	// disk_size unset (20G) and a downloaded base disk of 30G and a byte:
+	// the build disk grows to 30G and a MiB, and so does its export.
+	const grown = 30<<30 + 1<<20
+	for _, keep := range []bool{false, true} {
+		set := map[string]interface{}{}
+		for k, v := range downloadedBaseDisk {
+			set[k] = v
+		}
+		if keep {
+			set["keep_in_pool"], set["storage_pool"] = true, "images"
+		}
+		c := preparedWith(t, set)
+		require.NoError(t, os.MkdirAll(c.OutputDir, 0o755))
+		m := NewMockDriver()
+		m.Pools["images"] = map[string][]byte{}
+		state := testState(t, c, m)
+		state.Put(stateBaseDisk, qcow2(t, 30<<30+1))
+
+		create := &stepCreateStorage{}
+		require.Equal(t, multistep.ActionContinue, create.Run(context.Background(), state))
+		export := &stepExport{}
+		require.Equal(t, multistep.ActionContinue, export.Run(context.Background(), state))
+
+		name := "packer-deb-export.qcow2"
+		if keep {
+			name = "packer-deb"
+			assert.Equal(t, name, state.Get(stateExportVol))
+		} else {
+			assert.Equal(t, []string{filepath.Join(c.OutputDir, "packer-deb.qcow2")}, state.Get(stateExported))
+		}
+		assert.Equal(t, uint64(grown), m.Volumes[name].Capacity,
+			"keep_in_pool=%v: the export is as large as the grown build disk, not disk_size's default of 20G", keep)
+		export.Cleanup(state)
+		create.Cleanup(state)
+	}
+}
+
 func TestStepCreateStorageDiskImageFromISOURL(t *testing.T) {
-	c := preparedLinux(t)
-	c.DiskImage, c.ISOUrls = "true", []string{"https://cloud.example.com/rocky-9.qcow2"}
+	c := preparedWith(t, map[string]interface{}{
+		"disk_image": "true", "iso_url": "https://cloud.example.com/rocky-9.qcow2", "iso_checksum": "none",
+	})
 	m := NewMockDriver()
 	state := testState(t, c, m)
 	state.Put(stateBaseDisk, qcow2(t, 2<<30))
