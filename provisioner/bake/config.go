@@ -7,10 +7,11 @@
 // communicator Packer hands it (SSH or WinRM). This package is the Packer
 // part of the flow: the HCL configuration and its checks, the description
 // of the node built from it (provisioner/bake/node, with the version
-// table's releases and the artifacts checked on this machine), the choice
-// of the guest's OS package (provisioner/bake/linux or
-// provisioner/bake/windows), which runs the steps, and the record of what
-// was baked for kubenode-export (internal/baked).
+// table's releases and the artifacts provisioner/bake/fetch finds or
+// downloads and checks on this machine), the choice of the guest's OS
+// package (provisioner/bake/linux or provisioner/bake/windows), which runs
+// the steps, and the record of what was baked for kubenode-export
+// (internal/baked).
 package bake
 
 import (
@@ -33,6 +34,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
@@ -457,7 +459,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
 		if !slices.Contains(versions.ArtifactNames, name) {
 			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
-		} else if !isSHA256(sum) {
+		} else if !fetch.IsSHA256(sum) {
 			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
 		}
 		c.ArtifactChecksums[name] = sum
@@ -482,7 +484,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloadMirrors()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.downloadMirrorWarnings())
+	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}
@@ -506,18 +508,6 @@ func orTrue(b *bool) *bool {
 		return &t
 	}
 	return b
-}
-
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

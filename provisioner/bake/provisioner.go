@@ -81,7 +81,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if plan.Bootstrap == node.BootstrapClusterAPI {
 		ui.Say(fmt.Sprintf(`kubenode-bake: bootstrap = "cluster-api": cloud-init (datasources %s) runs Cluster API's kubeadm join; no joiner`, strings.Join(plan.CloudInitDatasources, ", ")))
 	}
-	arts, err = c.resolve(ctx, ui, arts)
+	arts, err = c.fetchOptions().Resolve(ctx, ui, arts)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 		return err
 	}
 	ui.Say(crictlSummary(plan.Crictl.Version))
-	if arts, err = c.resolve(ctx, ui, arts); err != nil {
+	if arts, err = c.fetchOptions().Resolve(ctx, ui, arts); err != nil {
 		return err
 	}
 	imageArts, err := c.windowsImageUploads(ui, &plan)

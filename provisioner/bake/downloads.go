@@ -1,0 +1,58 @@
+package bake
+
+import (
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
+)
+
+// fetchOptions are the configuration's keys the downloads take.
+func (c *Config) fetchOptions() fetch.Options {
+	return fetch.Options{
+		Artifacts: c.Artifacts, Dir: c.ArtifactsDir, Checksums: c.ArtifactChecksums,
+		Mirrors: c.DownloadMirrors, TrustHTTPMirrorChecksums: c.TrustHTTPMirrorChecksums,
+		CacheDir:  c.DownloadCacheDir,
+		HTTPProxy: c.HTTPProxy, HTTPSProxy: c.HTTPSProxy, NoProxy: c.NoProxy,
+	}
+}
+
+// prepareDownloadMirrors cleans download_mirrors and refuses the planned
+// downloads a plain-HTTP mirror's checksum files would be the only proof
+// of.
+func (c *Config) prepareDownloadMirrors() []error {
+	var errs []error
+	if c.DownloadMirrors, errs = fetch.CleanMirrors(c.DownloadMirrors); len(errs) > 0 {
+		return errs
+	}
+	if err := c.fetchOptions().CheckMirrorProof(c.plannedDownloads()); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// plannedDownloads are the artifacts the build downloads, as far as the
+// configuration tells: guest_os_type's (a Linux guest's when it is unset;
+// Resolve checks a Windows guest's), less those given as local files.
+func (c *Config) plannedDownloads() []versions.Artifact {
+	var arts []versions.Artifact
+	if c.GuestOS == "windows" {
+		k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
+		ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
+		cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
+		if errK != nil || errC != nil || errN != nil {
+			return nil // validateVersions says why
+		}
+		arts = append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
+		if cr, ok, err := c.crictl(k8s); err == nil && ok {
+			arts = append(arts, cr.WindowsArtifact())
+		}
+	} else {
+		_, arts, _ = c.linuxPlan() // on an error, other checks say why
+	}
+	var out []versions.Artifact
+	for _, a := range arts {
+		if local, err := c.fetchOptions().Local(a); a.URL != "" && local == "" && err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
