@@ -15,7 +15,6 @@
 package bake
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"maps"
@@ -37,7 +36,6 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
-	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // Config is the configuration of the kubenode-bake provisioner.
@@ -407,16 +405,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.WindowsUpdateTimeout < time.Minute {
 		add("windows_update_timeout: %s is less than a minute; give the whole update phase at least 1m (default 2h)", c.WindowsUpdateTimeout)
 	}
-	if c.KeepBuildAccount && c.GuestOS == "windows" {
-		add(`keep_build_account: Windows' generalize keeps the built-in Administrator (clone_admin_password) and disables any other build account; remove keep_build_account for guest_os_type = "windows"`)
-	}
-	if c.WindowsAutomaticUpdates && c.GuestOS == "linux" {
-		add(`windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
-	}
 	if c.HostnamePrefix != "" {
 		switch {
-		case c.GuestOS == "windows":
-			add(`hostname_prefix: Linux's clone naming; Windows' sysprep gives each VM its own name; remove hostname_prefix for guest_os_type = "windows"`)
 		case c.Generalize != nil && !*c.Generalize:
 			add(`hostname_prefix: only used with generalize (which gives each VM a machine ID of its own, the name's suffix); remove it, or remove generalize = false`)
 		case c.Bootstrap == node.BootstrapClusterAPI:
@@ -426,16 +416,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 			add("hostname_prefix: %s", why)
 		}
 	}
-	if c.WindowsUpdate && c.GuestOS == "linux" {
-		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)
-	}
-	if c.GuestOS == "windows" {
-		if c.CNI == "bridge" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoCNIBridge))
-		}
-		if c.ContainerdSource == "package" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoContainerdPackage))
-		}
+	for _, err := range c.guestRefusals(c.GuestOS) {
+		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
 	c.InstallJoiner = orTrue(c.InstallJoiner)

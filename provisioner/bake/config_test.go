@@ -348,7 +348,7 @@ func TestPrepareWindowsUpdate(t *testing.T) {
 	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux",
 		"windows_update": true, "windows_update_timeout": "30s"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove windows_update for a Linux guest`)
 	assert.Contains(t, err.Error(), "windows_update_timeout: 30s is less than a minute")
 }
 
@@ -370,5 +370,5 @@ func TestPrepareWindowsAutomaticUpdates(t *testing.T) {
 	c = Config{}
 	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "windows_automatic_updates": true})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove windows_automatic_updates for a Linux guest`)
 }

@@ -170,9 +170,6 @@ func (c *Config) prepareImages() []error {
 			add("pull_images[%d]: %v", i, err)
 		}
 	}
-	if c.PullKubeadmImages && c.GuestOS == "windows" {
-		add(`pull_kubeadm_images: kubeadm's images are the Linux control plane's, which a Windows node never runs; remove it for guest_os_type = "windows" (preload the pause image with images or pull_images)`)
-	}
 	return errs
 }
 
@@ -293,12 +290,8 @@ func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.
 	return append(arts, imageArts...), nil
 }
 
-// windowsImages adds the registry hosts to the Windows plan and refuses
-// pull_kubeadm_images for a guest found to run Windows.
+// windowsImages adds the registry hosts to the Windows plan.
 func (c *Config) windowsImages(plan *windows.Plan) error {
-	if c.PullKubeadmImages {
-		return errors.New(`pull_kubeadm_images: the guest runs Windows, and kubeadm's images are the Linux control plane's, which a Windows node never runs; remove pull_kubeadm_images from this build`)
-	}
 	hosts, err := c.registryHosts()
 	if err != nil {
 		return err

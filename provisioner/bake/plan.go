@@ -92,9 +92,6 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 	if err := errors.Join(errK, errC, errN); err != nil {
 		return windows.Plan{}, nil, err
 	}
-	if c.ContainerdSource == "package" {
-		return windows.Plan{}, nil, errors.New(windows.NoContainerdPackage)
-	}
 	plan := windows.Plan{
 		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
 		PauseImage:           c.PauseImage,
