@@ -337,6 +337,9 @@ type Config struct {
 	CloudbaseInitMetadataServices []string `mapstructure:"cloudbase_init_metadata_services"`
 
 	ctx interpolate.Context
+	// rel are the version table's rows of the configured versions
+	// (releases).
+	rel *releases
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
 	warnings []string

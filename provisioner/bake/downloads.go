@@ -35,14 +35,12 @@ func (c *Config) prepareDownloadMirrors() []error {
 func (c *Config) plannedDownloads() []versions.Artifact {
 	var arts []versions.Artifact
 	if c.GuestOS == "windows" {
-		k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-		ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-		cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
-		if errK != nil || errC != nil || errN != nil {
+		r := c.releases()
+		if r.errK != nil || r.errC != nil || r.errN != nil {
 			return nil // validateVersions says why
 		}
-		arts = append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
-		if cr, ok, err := c.crictl(k8s); err == nil && ok {
+		arts = append(r.k8s.WindowsArtifacts(), r.ctr.WindowsArtifact(), r.cni.WindowsArtifact())
+		if cr, ok, err := c.crictl(); err == nil && ok {
 			arts = append(arts, cr.WindowsArtifact())
 		}
 	} else {

@@ -282,11 +282,7 @@ func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.
 		return nil, err
 	}
 	plan.Images, plan.RegistryHosts = im, hosts
-	k8s, err := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	if err != nil {
-		return nil, err
-	}
-	warnPauseImage(ui, im, plan.PauseImage, k8s.PauseImage)
+	warnPauseImage(ui, im, plan.PauseImage, c.releases().k8s.PauseImage)
 	return append(arts, imageArts...), nil
 }
 
