@@ -20,10 +20,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/common"
@@ -31,9 +28,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
-	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
@@ -426,29 +421,6 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	c.InstallJoiner = orTrue(c.InstallJoiner)
 	c.Generalize = orTrue(c.Generalize)
 
-	if c.ArtifactsDir != "" {
-		if fi, err := os.Stat(c.ArtifactsDir); err != nil || !fi.IsDir() {
-			add("artifacts_dir: %q is not a directory", c.ArtifactsDir)
-		}
-	}
-	for _, name := range sortedKeys(c.Artifacts) {
-		if !slices.Contains(versions.ArtifactNames, name) {
-			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
-			continue
-		}
-		if _, err := os.Stat(c.Artifacts[name]); err != nil {
-			add("artifacts.%s: %v", name, err)
-		}
-	}
-	for _, name := range sortedKeys(c.ArtifactChecksums) {
-		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
-		if !slices.Contains(versions.ArtifactNames, name) {
-			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
-		} else if !fetch.IsSHA256(sum) {
-			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
-		}
-		c.ArtifactChecksums[name] = sum
-	}
 	if !slices.Contains([]string{"", deliver.HTTP, deliver.Communicator}, c.ArtifactDelivery) {
 		add("artifact_delivery: %q is not http or communicator", c.ArtifactDelivery)
 	}
@@ -466,21 +438,13 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.
-	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloadMirrors()) {
+	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloads()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}
-	if c.DownloadCacheDir == "" {
-		dir, err := packersdk.CachePath("kubenode-bake")
-		if err != nil {
-			add("download_cache_dir: %v", err)
-		}
-		c.DownloadCacheDir = dir
-	}
-	c.DownloadCacheDir = filepath.Clean(c.DownloadCacheDir)
 	if errs != nil && len(errs.Errors) > 0 {
 		return errs
 	}

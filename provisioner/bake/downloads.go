@@ -15,18 +15,22 @@ func (c *Config) fetchOptions() fetch.Options {
 	}
 }
 
-// prepareDownloadMirrors cleans download_mirrors and refuses the planned
-// downloads a plain-HTTP mirror's checksum files would be the only proof
-// of.
-func (c *Config) prepareDownloadMirrors() []error {
-	var errs []error
-	if c.DownloadMirrors, errs = fetch.CleanMirrors(c.DownloadMirrors); len(errs) > 0 {
-		return errs
+// prepareDownloads checks the keys of the artifacts and their downloads,
+// sets their defaults, and refuses the planned downloads a plain-HTTP
+// mirror's checksum files would be the only proof of. Call it after the
+// other defaults are set: it plans the build.
+func (c *Config) prepareDownloads() []error {
+	o := c.fetchOptions()
+	errs := o.Prepare()
+	mirrors, mirrorErrs := fetch.CleanMirrors(c.DownloadMirrors)
+	c.ArtifactChecksums, c.DownloadCacheDir, c.DownloadMirrors = o.Checksums, o.CacheDir, mirrors
+	if len(mirrorErrs) > 0 {
+		return append(errs, mirrorErrs...)
 	}
 	if err := c.fetchOptions().CheckMirrorProof(c.plannedDownloads()); err != nil {
-		return []error{err}
+		errs = append(errs, err)
 	}
-	return nil
+	return errs
 }
 
 // plannedDownloads are the artifacts the build downloads, as far as the

@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -50,6 +52,45 @@ type Options struct {
 	// The proxies of downloads (http_proxy, https_proxy, no_proxy); with
 	// neither proxy set, the environment's.
 	HTTPProxy, HTTPSProxy, NoProxy string
+}
+
+// Prepare checks the artifacts' keys (artifacts, artifacts_dir,
+// artifact_checksums), writes the checksums in lowercase without a
+// "sha256:" prefix, and makes CacheDir Packer's cache when it is unset.
+func (o *Options) Prepare() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Dir != "" {
+		if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
+			add("artifacts_dir: %q is not a directory", o.Dir)
+		}
+	}
+	known := strings.Join(versions.ArtifactNames, ", ")
+	for _, name := range slices.Sorted(maps.Keys(o.Artifacts)) {
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifacts: unknown artifact %q (known: %s)", name, known)
+		} else if _, err := os.Stat(o.Artifacts[name]); err != nil {
+			add("artifacts.%s: %v", name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Checksums)) {
+		sum := strings.TrimPrefix(strings.ToLower(o.Checksums[name]), "sha256:")
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifact_checksums: unknown artifact %q (known: %s)", name, known)
+		} else if !IsSHA256(sum) {
+			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
+		}
+		o.Checksums[name] = sum
+	}
+	if o.CacheDir == "" {
+		dir, err := packersdk.CachePath("kubenode-bake")
+		if err != nil {
+			add("download_cache_dir: %v", err)
+		}
+		o.CacheDir = dir
+	}
+	o.CacheDir = filepath.Clean(o.CacheDir)
+	return errs
 }
 
 // UI is where Resolve reports progress (a packer.Ui).

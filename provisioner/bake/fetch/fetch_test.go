@@ -243,3 +243,27 @@ func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
 		assert.False(t, strings.HasPrefix(e.Name(), "."), "no partial download is left: %s", e.Name())
 	}
 }
+
+// Prepare names each bad key, writes the checksums as Resolve compares
+// them, and puts the cache in Packer's by default.
+func TestPrepare(t *testing.T) {
+	t.Setenv("PACKER_CACHE_DIR", t.TempDir())
+	o := Options{
+		Dir:       "/nonexistent",
+		Artifacts: map[string]string{"kubelet": "/nonexistent/kubelet", "kube-proxy": "/x"},
+		Checksums: map[string]string{"kubeadm": "SHA256:" + strings.ToUpper(sum("kubeadm")), "kubectl": "abc", "etcd": sum("etcd")},
+	}
+	var msgs []string
+	for _, err := range o.Prepare() {
+		msgs = append(msgs, err.Error())
+	}
+	assert.Equal(t, []string{
+		`artifacts_dir: "/nonexistent" is not a directory`,
+		`artifacts: unknown artifact "kube-proxy" (known: ` + strings.Join(versions.ArtifactNames, ", ") + ")",
+		"artifacts.kubelet: stat /nonexistent/kubelet: no such file or directory",
+		`artifact_checksums: unknown artifact "etcd" (known: ` + strings.Join(versions.ArtifactNames, ", ") + ")",
+		"artifact_checksums.kubectl: want 64 hex digits of a sha256",
+	}, msgs)
+	assert.Equal(t, sum("kubeadm"), o.Checksums["kubeadm"])
+	assert.Equal(t, filepath.Join(os.Getenv("PACKER_CACHE_DIR"), "kubenode-bake"), o.CacheDir)
+}
