@@ -9,10 +9,7 @@ import (
 // prepareBasics sets the basics' defaults and reports their problems.
 func (c *Config) prepareBasics() []error {
 	c.InstallCrictl = orTrue(c.InstallCrictl)
-	if c.CrictlVersion == "" {
-		return nil
-	}
-	if _, err := versions.LookupCrictl(c.CrictlVersion, versions.KubernetesRelease{}, c.unlisted()); err != nil {
+	if err := c.releases().errCrictl; err != nil && c.CrictlVersion != "" {
 		return []error{err}
 	}
 	return nil
@@ -20,12 +17,12 @@ func (c *Config) prepareBasics() []error {
 
 // crictl is the crictl release to install, ok false when install_crictl is
 // false.
-func (c *Config) crictl(k8s versions.KubernetesRelease) (versions.CrictlRelease, bool, error) {
-	if c.InstallCrictl != nil && !*c.InstallCrictl {
+func (c *Config) crictl() (versions.CrictlRelease, bool, error) {
+	r := c.releases()
+	if !r.asked.crictlOn {
 		return versions.CrictlRelease{}, false, nil
 	}
-	r, err := versions.LookupCrictl(c.CrictlVersion, k8s, c.unlisted())
-	return r, err == nil, err
+	return r.crictl, r.errCrictl == nil, r.errCrictl
 }
 
 // crictlSummary is the bake's first word on crictl, in the UI.
@@ -38,15 +35,11 @@ func crictlSummary(version string) string {
 
 // linuxBasics fills the basics of the Linux plan (crictl, the versions the
 // self-check compares) and adds crictl's artifact.
-func (c *Config) linuxBasics(plan *linux.Plan, k8s versions.KubernetesRelease, arts []versions.Artifact) ([]versions.Artifact, error) {
+func (c *Config) linuxBasics(plan *linux.Plan, arts []versions.Artifact) ([]versions.Artifact, error) {
 	if c.ContainerdSource == "tarball" {
-		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-		if err != nil {
-			return nil, err
-		}
-		plan.ContainerdVersion = ctr.Version
+		plan.ContainerdVersion = c.releases().ctr.Version
 	}
-	cr, ok, err := c.crictl(k8s)
+	cr, ok, err := c.crictl()
 	if err != nil || !ok {
 		return arts, err
 	}
@@ -58,7 +51,7 @@ func (c *Config) linuxBasics(plan *linux.Plan, k8s versions.KubernetesRelease, a
 // windowsBasics fills the basics of the Windows plan and adds crictl's
 // artifact.
 func (c *Config) windowsBasics(plan windows.Plan, arts []versions.Artifact) (windows.Plan, []versions.Artifact, error) {
-	cr, ok, err := c.crictl(plan.Kubernetes)
+	cr, ok, err := c.crictl()
 	if err != nil || !ok {
 		return plan, arts, err
 	}

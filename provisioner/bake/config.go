@@ -7,23 +7,20 @@
 // communicator Packer hands it (SSH or WinRM). This package is the Packer
 // part of the flow: the HCL configuration and its checks, the description
 // of the node built from it (provisioner/bake/node, with the version
-// table's releases and the artifacts checked on this machine), the choice
-// of the guest's OS package (provisioner/bake/linux or
-// provisioner/bake/windows), which runs the steps, and the record of what
-// was baked for kubenode-export (internal/baked).
+// table's releases and the artifacts provisioner/bake/fetch finds or
+// downloads and checks on this machine), the choice of the guest's OS
+// package (provisioner/bake/linux or provisioner/bake/windows), which runs
+// the steps, and the record of what was baked for kubenode-export
+// (internal/baked).
 package bake
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"maps"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/common"
@@ -31,11 +28,9 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
-	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // Config is the configuration of the kubenode-bake provisioner.
@@ -337,6 +332,9 @@ type Config struct {
 	CloudbaseInitMetadataServices []string `mapstructure:"cloudbase_init_metadata_services"`
 
 	ctx interpolate.Context
+	// rel are the version table's rows of the configured versions
+	// (releases).
+	rel *releases
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
 	warnings []string
@@ -405,16 +403,8 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	if c.WindowsUpdateTimeout < time.Minute {
 		add("windows_update_timeout: %s is less than a minute; give the whole update phase at least 1m (default 2h)", c.WindowsUpdateTimeout)
 	}
-	if c.KeepBuildAccount && c.GuestOS == "windows" {
-		add(`keep_build_account: Windows' generalize keeps the built-in Administrator (clone_admin_password) and disables any other build account; remove keep_build_account for guest_os_type = "windows"`)
-	}
-	if c.WindowsAutomaticUpdates && c.GuestOS == "linux" {
-		add(`windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
-	}
 	if c.HostnamePrefix != "" {
 		switch {
-		case c.GuestOS == "windows":
-			add(`hostname_prefix: Linux's clone naming; Windows' sysprep gives each VM its own name; remove hostname_prefix for guest_os_type = "windows"`)
 		case c.Generalize != nil && !*c.Generalize:
 			add(`hostname_prefix: only used with generalize (which gives each VM a machine ID of its own, the name's suffix); remove it, or remove generalize = false`)
 		case c.Bootstrap == node.BootstrapClusterAPI:
@@ -424,44 +414,13 @@ func (c *Config) Prepare(raws ...interface{}) error {
 			add("hostname_prefix: %s", why)
 		}
 	}
-	if c.WindowsUpdate && c.GuestOS == "linux" {
-		add(`windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux" (update a Linux guest's packages with a shell provisioner)`)
-	}
-	if c.GuestOS == "windows" {
-		if c.CNI == "bridge" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoCNIBridge))
-		}
-		if c.ContainerdSource == "package" {
-			errs = packersdk.MultiErrorAppend(errs, errors.New(windows.NoContainerdPackage))
-		}
+	for _, err := range c.guestRefusals(c.GuestOS) {
+		errs = packersdk.MultiErrorAppend(errs, err)
 	}
 	c.DefenderExclusions = orTrue(c.DefenderExclusions)
 	c.InstallJoiner = orTrue(c.InstallJoiner)
 	c.Generalize = orTrue(c.Generalize)
 
-	if c.ArtifactsDir != "" {
-		if fi, err := os.Stat(c.ArtifactsDir); err != nil || !fi.IsDir() {
-			add("artifacts_dir: %q is not a directory", c.ArtifactsDir)
-		}
-	}
-	for _, name := range sortedKeys(c.Artifacts) {
-		if !slices.Contains(versions.ArtifactNames, name) {
-			add("artifacts: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
-			continue
-		}
-		if _, err := os.Stat(c.Artifacts[name]); err != nil {
-			add("artifacts.%s: %v", name, err)
-		}
-	}
-	for _, name := range sortedKeys(c.ArtifactChecksums) {
-		sum := strings.TrimPrefix(strings.ToLower(c.ArtifactChecksums[name]), "sha256:")
-		if !slices.Contains(versions.ArtifactNames, name) {
-			add("artifact_checksums: unknown artifact %q (known: %s)", name, strings.Join(versions.ArtifactNames, ", "))
-		} else if !isSHA256(sum) {
-			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
-		}
-		c.ArtifactChecksums[name] = sum
-	}
 	if !slices.Contains([]string{"", deliver.HTTP, deliver.Communicator}, c.ArtifactDelivery) {
 		add("artifact_delivery: %q is not http or communicator", c.ArtifactDelivery)
 	}
@@ -479,21 +438,13 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	}
 	// Versions come from the table; an unknown one, or releases that do
 	// not work together, fail here rather than after the guest has booted.
-	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloadMirrors()) {
+	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloads()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.downloadMirrorWarnings())
+	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}
-	if c.DownloadCacheDir == "" {
-		dir, err := packersdk.CachePath("kubenode-bake")
-		if err != nil {
-			add("download_cache_dir: %v", err)
-		}
-		c.DownloadCacheDir = dir
-	}
-	c.DownloadCacheDir = filepath.Clean(c.DownloadCacheDir)
 	if errs != nil && len(errs.Errors) > 0 {
 		return errs
 	}
@@ -506,18 +457,6 @@ func orTrue(b *bool) *bool {
 		return &t
 	}
 	return b
-}
-
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,7 +1,6 @@
 package bake
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,8 +16,7 @@ import (
 // `cloudbase_init_metadata_services`. With `bootstrap = "cluster-api"` the
 // image has no joiner: the keys that only configure the joiner are refused
 // rather than silently dropped, and install_joiner is set false. Each
-// guest OS refuses the other's bootstrap-data key; with guest_os_type
-// unset, Provision does once the guest is known (checkBootstrapGuest).
+// guest OS refuses the other's bootstrap-data key (guestRules).
 // Call it before install_joiner's default is set.
 func (c *Config) prepareBootstrap() []error {
 	var errs []error
@@ -69,9 +67,6 @@ func (c *Config) prepareBootstrap() []error {
 			add("cloudbase_init_metadata_services[%d]: %q is listed twice", i, svc)
 		}
 	}
-	if err := c.checkBootstrapGuest(c.GuestOS); err != nil {
-		errs = append(errs, err)
-	}
 	if c.GuestOS == "windows" {
 		return errs
 	}
@@ -105,20 +100,3 @@ func (c *Config) prepareBootstrap() []error {
 // datasourceNone is cloud-init's fallback datasource: it always succeeds,
 // with no user data.
 const datasourceNone = "None"
-
-// checkBootstrapGuest refuses, with bootstrap = "cluster-api", the key of
-// the other guest OS's bootstrap data: cloud-init's datasources are
-// Linux's, cloudbase-init's metadata services Windows'. guest is "" when
-// it is not known yet.
-func (c *Config) checkBootstrapGuest(guest string) error {
-	if c.Bootstrap != node.BootstrapClusterAPI {
-		return nil
-	}
-	switch {
-	case guest == "windows" && c.cloudInitDatasourcesSet:
-		return errors.New(`cloud_init_datasources: Linux-only (cloud-init's datasources); a Windows guest gets cloudbase-init: remove cloud_init_datasources, and set cloudbase_init_metadata_services if the default (config drive, then NoCloud) does not fit`)
-	case guest == "linux" && len(c.CloudbaseInitMetadataServices) > 0:
-		return errors.New(`cloudbase_init_metadata_services: Windows-only (cloudbase-init's metadata services); a Linux guest gets cloud-init: remove it, and set cloud_init_datasources if the default does not fit`)
-	}
-	return nil
-}

@@ -132,15 +132,15 @@ func TestProvisionClusterAPIWindowsRefusesCloudInitDatasources(t *testing.T) {
 
 	var q Provisioner
 	require.NoError(t, q.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api"}))
-	assert.NoError(t, q.config.checkBootstrapGuest("windows"), "the default datasources are not the user's")
+	assert.Empty(t, q.config.guestRefusals("windows"), "the default datasources are not the user's")
 	assert.Equal(t, linux.DefaultCloudInitDatasources, q.config.CloudInitDatasources)
 
 	var l Provisioner
 	require.NoError(t, l.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "bootstrap": "cluster-api",
 		"cloudbase_init_metadata_services": []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"}}))
-	err = l.config.checkBootstrapGuest("linux")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cloudbase_init_metadata_services: Windows-only")
+	errs := l.config.guestRefusals("linux")
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "cloudbase_init_metadata_services: Windows-only")
 }
 
 // A Linux bake for Cluster API runs the cluster-api step instead of the

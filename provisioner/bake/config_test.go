@@ -1,19 +1,13 @@
 package bake
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,73 +109,6 @@ func TestUnknownVersionsNameTheirKey(t *testing.T) {
 func sum(data string) string {
 	h := sha256.Sum256([]byte(data))
 	return hex.EncodeToString(h[:])
-}
-
-func TestResolveLocalArtifactsAndChecksums(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet"), []byte("kubelet"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubeadm"), []byte("kubeadm"), 0o755))
-	c := Config{ArtifactsDir: dir, ArtifactChecksums: map[string]string{"kubeadm": sum("something else")}}
-	_, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
-		{Name: "kubelet", FileName: "kubelet"},
-		{Name: "kubeadm", FileName: "kubeadm"},
-		{Name: "joiner", FileName: "kubenode-joiner"},
-	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "artifact kubeadm: "+filepath.Join(dir, "kubeadm")+" has sha256 "+sum("kubeadm")+", artifact_checksums.kubeadm says")
-	assert.Contains(t, err.Error(), "artifact joiner: kubenode-joiner is not in artifacts_dir")
-	assert.NotContains(t, err.Error(), "artifact kubelet", "a good artifact is not reported")
-
-	c.ArtifactChecksums = nil
-	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{{Name: "kubelet", FileName: "kubelet"}})
-	require.NoError(t, err)
-	assert.Equal(t, sum("kubelet"), got[0].SHA256)
-}
-
-func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
-	files := map[string]string{
-		"/kubelet":                     "real kubelet",
-		"/kubelet.sha256":              sum("real kubelet"),
-		"/containerd.tar.gz":           "tarball",
-		"/containerd.tar.gz.sha256sum": sum("tarball") + "  containerd.tar.gz\n",
-		"/tampered":                    "evil",
-		"/tampered.sha256":             sum("good"),
-	}
-	hits := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits[r.URL.Path]++
-		body, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write([]byte(body))
-	}))
-	defer srv.Close()
-	c := Config{DownloadCacheDir: t.TempDir()}
-	arts := []versions.Artifact{
-		{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"},
-		{Name: "containerd", FileName: "containerd.tar.gz", URL: srv.URL + "/containerd.tar.gz", ChecksumURL: srv.URL + "/containerd.tar.gz.sha256sum"},
-	}
-	got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
-	require.NoError(t, err)
-	data, _ := os.ReadFile(got[1].Local)
-	assert.Equal(t, "tarball", string(data))
-	_, err = c.resolve(context.Background(), packersdk.TestUi(t), arts)
-	require.NoError(t, err)
-	assert.Equal(t, 1, hits["/kubelet"], "a second build uses the cache")
-
-	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
-		{Name: "cni-plugins", FileName: "tampered", URL: srv.URL + "/tampered", ChecksumURL: srv.URL + "/tampered.sha256"},
-		{Name: "runc", FileName: "runc", URL: srv.URL + "/missing", ChecksumURL: srv.URL + "/missing.sha256"},
-	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "artifact cni-plugins: "+srv.URL+"/tampered has sha256 "+sum("evil")+" but "+srv.URL+"/tampered.sha256 publishes "+sum("good"))
-	assert.Contains(t, err.Error(), "artifact runc: reading the published checksum: GET "+srv.URL+"/missing.sha256: 404")
-	entries, _ := os.ReadDir(filepath.Join(c.DownloadCacheDir, sum("good")))
-	for _, e := range entries {
-		assert.False(t, strings.HasPrefix(e.Name(), "."), "no partial download is left: %s", e.Name())
-	}
 }
 
 func TestPrepareChecksBridgeSubnet(t *testing.T) {
@@ -421,7 +348,7 @@ func TestPrepareWindowsUpdate(t *testing.T) {
 	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux",
 		"windows_update": true, "windows_update_timeout": "30s"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), `windows_update: Windows Update is for Windows guests; remove windows_update for a Linux guest`)
 	assert.Contains(t, err.Error(), "windows_update_timeout: 30s is less than a minute")
 }
 
@@ -443,5 +370,5 @@ func TestPrepareWindowsAutomaticUpdates(t *testing.T) {
 	c = Config{}
 	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "windows_automatic_updates": true})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove it for guest_os_type = "linux"`)
+	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove windows_automatic_updates for a Linux guest`)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
@@ -146,7 +147,7 @@ func (c *Config) prepareImages() []error {
 		im := &c.Images[i]
 		key := fmt.Sprintf("images[%d]", i)
 		im.SHA256 = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(im.SHA256)), "sha256:")
-		if !isSHA256(im.SHA256) {
+		if !fetch.IsSHA256(im.SHA256) {
 			add("%s.sha256: %q is not 64 hex digits of a sha256 (sha256sum %s prints it)", key, im.SHA256, cmp.Or(im.Path, "FILE"))
 		}
 		if im.Path == "" {
@@ -169,9 +170,6 @@ func (c *Config) prepareImages() []error {
 			add("pull_images[%d]: %v", i, err)
 		}
 	}
-	if c.PullKubeadmImages && c.GuestOS == "windows" {
-		add(`pull_kubeadm_images: kubeadm's images are the Linux control plane's, which a Windows node never runs; remove it for guest_os_type = "windows" (preload the pause image with images or pull_images)`)
-	}
 	return errs
 }
 
@@ -183,7 +181,7 @@ func (im ImageArchive) check() error {
 	} else if !fi.Mode().IsRegular() {
 		return fmt.Errorf("path: %s is not a file", im.Path)
 	}
-	if !isSHA256(im.SHA256) {
+	if !fetch.IsSHA256(im.SHA256) {
 		return nil
 	}
 	got, err := filehash.SHA256(im.Path)
@@ -273,7 +271,7 @@ func warnPauseImage(ui packersdk.Ui, im node.Images, pause, kubeadmPause string)
 
 // linuxImages adds the images and registry hosts to the Linux plan, warns
 // when the pause image is not preloaded, and appends the archives to the
-// uploads (after resolve: they are local files, checked in Prepare).
+// uploads (after Resolve: they are local files, checked in Prepare).
 func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.Artifact) ([]versions.Artifact, error) {
 	im, imageArts, err := c.imagePlan(c.PullKubeadmImages)
 	if err != nil {
@@ -284,20 +282,12 @@ func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.
 		return nil, err
 	}
 	plan.Images, plan.RegistryHosts = im, hosts
-	k8s, err := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	if err != nil {
-		return nil, err
-	}
-	warnPauseImage(ui, im, plan.PauseImage, k8s.PauseImage)
+	warnPauseImage(ui, im, plan.PauseImage, c.releases().k8s.PauseImage)
 	return append(arts, imageArts...), nil
 }
 
-// windowsImages adds the registry hosts to the Windows plan and refuses
-// pull_kubeadm_images for a guest found to run Windows.
+// windowsImages adds the registry hosts to the Windows plan.
 func (c *Config) windowsImages(plan *windows.Plan) error {
-	if c.PullKubeadmImages {
-		return errors.New(`pull_kubeadm_images: the guest runs Windows, and kubeadm's images are the Linux control plane's, which a Windows node never runs; remove pull_kubeadm_images from this build`)
-	}
 	hosts, err := c.registryHosts()
 	if err != nil {
 		return err

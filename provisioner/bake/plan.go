@@ -20,9 +20,10 @@ import (
 // linuxPlan turns the configuration into the Linux plan and the artifacts
 // it needs.
 func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
-	k8s, err := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	if err != nil {
-		return linux.Plan{}, nil, err
+	r := c.releases()
+	k8s := r.k8s
+	if r.errK != nil {
+		return linux.Plan{}, nil, r.errK
 	}
 	plan := linux.Plan{
 		KubernetesVersion: k8s.Version,
@@ -45,20 +46,16 @@ func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
 	}
 	arts := k8s.LinuxArtifacts()
 	if c.ContainerdSource == "tarball" {
-		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-		if err != nil {
+		if err := errors.Join(r.errC, r.errN); err != nil {
 			return linux.Plan{}, nil, err
 		}
-		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
-		if err != nil {
-			return linux.Plan{}, nil, err
-		}
-		ctrArts := ctr.LinuxArtifacts()
-		cniArt := cni.LinuxArtifact()
+		ctrArts := r.ctr.LinuxArtifacts()
+		cniArt := r.cni.LinuxArtifact()
 		arts = append(append(arts, ctrArts...), cniArt)
 		plan.ContainerdTarball, plan.RuncBinary, plan.CNITarball = ctrArts[0].FileName, ctrArts[1].FileName, cniArt.FileName
 	}
-	if arts, err = c.linuxBasics(&plan, k8s, arts); err != nil {
+	var err error
+	if arts, err = c.linuxBasics(&plan, arts); err != nil {
 		return linux.Plan{}, nil, err
 	}
 	if *c.InstallJoiner {
@@ -86,17 +83,12 @@ func (c *Config) joinerConfig(criSocket string) ([]byte, error) {
 // windowsPlan turns the configuration into the Windows plan for the
 // guest's release and the artifacts it needs.
 func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versions.Artifact, error) {
-	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-	cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
-	if err := errors.Join(errK, errC, errN); err != nil {
+	r := c.releases()
+	if err := errors.Join(r.errK, r.errC, r.errN); err != nil {
 		return windows.Plan{}, nil, err
 	}
-	if c.ContainerdSource == "package" {
-		return windows.Plan{}, nil, errors.New(windows.NoContainerdPackage)
-	}
 	plan := windows.Plan{
-		Windows: win, Kubernetes: k8s, Containerd: ctr, CNIPlugins: cni,
+		Windows: win, Kubernetes: r.k8s, Containerd: r.ctr, CNIPlugins: r.cni,
 		PauseImage:           c.PauseImage,
 		Proxy:                node.Proxy{HTTP: c.HTTPProxy, HTTPS: c.HTTPSProxy, No: c.NoProxy},
 		CNI:                  c.CNI,
@@ -126,7 +118,7 @@ func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versi
 	if err := c.windowsImages(&plan); err != nil {
 		return windows.Plan{}, nil, err
 	}
-	arts := append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
+	arts := append(r.k8s.WindowsArtifacts(), r.ctr.WindowsArtifact(), r.cni.WindowsArtifact())
 	if plan.InstallJoiner {
 		arts = append(arts, versions.Artifact{Name: versions.ArtifactJoiner, FileName: windows.JoinerFileName})
 	}

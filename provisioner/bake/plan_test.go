@@ -28,10 +28,7 @@ func TestWindowsPlanFromConfig(t *testing.T) {
 	c.CNI, c.ContainerdSource = "bridge", "tarball"
 	_, _, err = c.windowsPlan(win)
 	assert.ErrorContains(t, err, `cni: "bridge" is not available on Windows`)
-	c.CNI, c.ContainerdSource = "none", "package"
-	_, _, err = c.windowsPlan(win)
-	assert.ErrorContains(t, err, `containerd_source: "package" is Linux-only`)
-	c.ContainerdSource, c.KubernetesVersion = "tarball", "v0.0.0"
+	c.CNI, c.KubernetesVersion = "none", "v0.0.0"
 	_, _, err = c.windowsPlan(win)
 	assert.ErrorContains(t, err, `kubernetes_version: v0.0.0 is a release of v0.0, which is not in kubenode-bake's version table`)
 }

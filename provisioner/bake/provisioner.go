@@ -2,6 +2,7 @@ package bake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -48,23 +49,11 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		}
 		ui.Say(fmt.Sprintf("kubenode-bake: the guest runs %s", guest))
 	}
-	if err := c.checkBootstrapGuest(guest); err != nil {
+	if err := errors.Join(c.guestRefusals(guest)...); err != nil {
 		return err
 	}
 	if guest == "windows" {
-		if c.KeepBuildAccount {
-			return fmt.Errorf("keep_build_account: the guest runs Windows, where generalize keeps the built-in Administrator (with clone_admin_password) and disables any other build account; remove keep_build_account from this build")
-		}
-		if c.HostnamePrefix != "" {
-			return fmt.Errorf("hostname_prefix: the guest runs Windows, whose sysprep gives each VM its own name; remove hostname_prefix from this build")
-		}
 		return p.provisionWindows(ctx, ui, comm, generated)
-	}
-	if c.WindowsAutomaticUpdates {
-		return fmt.Errorf("windows_automatic_updates: the guest runs Linux, which has no Windows automatic updates; remove windows_automatic_updates from this build")
-	}
-	if c.WindowsUpdate {
-		return fmt.Errorf("windows_update: the guest runs Linux, which Windows Update does not update; remove windows_update from this build (update a Linux guest's packages with a shell provisioner)")
 	}
 	return p.provisionLinux(ctx, ui, r, generated)
 }
@@ -81,7 +70,7 @@ func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *re
 	if plan.Bootstrap == node.BootstrapClusterAPI {
 		ui.Say(fmt.Sprintf(`kubenode-bake: bootstrap = "cluster-api": cloud-init (datasources %s) runs Cluster API's kubeadm join; no joiner`, strings.Join(plan.CloudInitDatasources, ", ")))
 	}
-	arts, err = c.resolve(ctx, ui, arts)
+	arts, err = c.fetchOptions().Resolve(ctx, ui, arts)
 	if err != nil {
 		return err
 	}
@@ -126,7 +115,7 @@ func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, com
 		return err
 	}
 	ui.Say(crictlSummary(plan.Crictl.Version))
-	if arts, err = c.resolve(ctx, ui, arts); err != nil {
+	if arts, err = c.fetchOptions().Resolve(ctx, ui, arts); err != nil {
 		return err
 	}
 	imageArts, err := c.windowsImageUploads(ui, &plan)

@@ -40,58 +40,97 @@ func (c *Config) validateNode() []error {
 	return errs
 }
 
-// unlisted is the lookup option of allow_unlisted_version.
-func (c *Config) unlisted() versions.LookupOption {
-	return versions.AllowUnlisted(c.AllowUnlistedVersion)
+// lookup is the version table's lookups; a test counts the calls.
+var lookup = struct {
+	kubernetes func(string, ...versions.LookupOption) (versions.KubernetesRelease, error)
+	containerd func(string, ...versions.LookupOption) (versions.ContainerdRelease, error)
+	cniPlugins func(string, ...versions.LookupOption) (versions.CNIPluginsRelease, error)
+	crictl     func(string, versions.KubernetesRelease, ...versions.LookupOption) (versions.CrictlRelease, error)
+}{versions.LookupKubernetes, versions.LookupContainerd, versions.LookupCNIPlugins, versions.LookupCrictl}
+
+// releases are the version table's rows of the configured versions, with
+// the error of each version the table refuses.
+type releases struct {
+	asked releaseKeys
+	k8s   versions.KubernetesRelease
+	ctr   versions.ContainerdRelease
+	cni   versions.CNIPluginsRelease
+	// crictl is looked up when crictl is installed or crictl_version is
+	// set.
+	crictl                      versions.CrictlRelease
+	errK, errC, errN, errCrictl error
+}
+
+// releaseKeys are the keys the releases are looked up by.
+type releaseKeys struct {
+	k8s, ctr, cni, crictl string
+	unlisted, crictlOn    bool
+}
+
+// releases looks each configured version up in the table once: the
+// validation, the plan and the record of what was baked take the rows
+// found then. Changed versions are looked up again.
+func (c *Config) releases() *releases {
+	asked := releaseKeys{c.KubernetesVersion, c.ContainerdVersion, c.CNIPluginsVersion, c.CrictlVersion,
+		c.AllowUnlistedVersion, c.InstallCrictl == nil || *c.InstallCrictl}
+	if c.rel != nil && c.rel.asked == asked {
+		return c.rel
+	}
+	opt := versions.AllowUnlisted(c.AllowUnlistedVersion)
+	r := &releases{asked: asked}
+	r.k8s, r.errK = lookup.kubernetes(c.KubernetesVersion, opt)
+	r.ctr, r.errC = lookup.containerd(c.ContainerdVersion, opt)
+	r.cni, r.errN = lookup.cniPlugins(c.CNIPluginsVersion, opt)
+	// Without crictl_version the Kubernetes release picks crictl's.
+	if (asked.crictlOn && r.errK == nil) || c.CrictlVersion != "" {
+		r.crictl, r.errCrictl = lookup.crictl(c.CrictlVersion, r.k8s, opt)
+	}
+	c.rel = r
+	return r
 }
 
 // versionWarnings say, for each version the table lacks and
-// allow_unlisted_version lets through, whose facts the bake takes. Call it
-// after the versions are validated.
+// allow_unlisted_version lets through, whose facts the bake takes.
 func (c *Config) versionWarnings() []string {
+	r := c.releases()
 	var ws []string
 	add := func(w string, err error) {
 		if err == nil && w != "" {
 			ws = append(ws, w)
 		}
 	}
-	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	add(k8s.Warning(), errK)
+	add(r.k8s.Warning(), r.errK)
 	if c.ContainerdSource == "tarball" || c.GuestOS == "windows" {
-		ctr, err := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-		add(ctr.Warning(), err)
-		cni, err := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
-		add(cni.Warning(), err)
+		add(r.ctr.Warning(), r.errC)
+		add(r.cni.Warning(), r.errN)
 	}
-	if errK == nil && (c.InstallCrictl == nil || *c.InstallCrictl) {
-		cr, err := versions.LookupCrictl(c.CrictlVersion, k8s, c.unlisted())
-		add(cr.Warning(), err)
+	if r.errK == nil && r.asked.crictlOn {
+		add(r.crictl.Warning(), r.errCrictl)
 	}
 	return ws
 }
 
-// validateVersions looks the three versions up in the table and checks that
+// validateVersions reports the versions the table refuses and checks that
 // the releases work together: containerd's config version with the
 // Kubernetes minor (containerd's recommendations), and a kubelet flag the
 // kubelet may no longer have. (The joiner writes its JoinConfiguration in
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
 // the defaults are set.
 func (c *Config) validateVersions() []error {
-	k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-	ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-	_, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
+	r := c.releases()
+	k8s, ctr := r.k8s, r.ctr
 	var errs []error
-	for _, err := range []error{errK, errC, errN} {
+	for _, err := range []error{r.errK, r.errC, r.errN} {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if errK != nil {
+	if r.errK != nil {
 		return errs
 	}
 	// containerd_source = "package" installs the distribution's
 	// containerd, whose version is known on the guest only.
-	if errC == nil && c.ContainerdSource == "tarball" && !slices.Contains(k8s.ContainerdConfigVersions, ctr.ConfigVersion) {
+	if r.errC == nil && c.ContainerdSource == "tarball" && !slices.Contains(k8s.ContainerdConfigVersions, ctr.ConfigVersion) {
 		var minors []string
 		for _, r := range versions.ContainerdMinors {
 			if slices.Contains(k8s.ContainerdConfigVersions, r.ConfigVersion) {

@@ -1,4 +1,10 @@
-package bake
+// Package fetch finds the artifacts a bake installs: on this machine
+// (given files, a directory of them) or downloaded into a
+// content-addressed cache, through download mirrors and a proxy, each
+// checked against its published checksum and the checksums the
+// configuration gives. It knows the HCL keys only to name them in its
+// errors.
+package fetch
 
 import (
 	"context"
@@ -7,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,7 +31,75 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
-// resolve finds each artifact locally (`artifacts`, then `artifacts_dir`)
+// Options are what the downloads take from the configuration; each field
+// says its HCL key.
+type Options struct {
+	// Artifacts are local files by artifact name (artifacts).
+	Artifacts map[string]string
+	// Dir holds artifacts under their file names (artifacts_dir).
+	Dir string
+	// Checksums are the expected sha256 by artifact name, lowercase hex
+	// (artifact_checksums).
+	Checksums map[string]string
+	// Mirrors map a URL prefix to the one that replaces it, as
+	// CleanMirrors returns them (download_mirrors).
+	Mirrors map[string]string
+	// TrustHTTPMirrorChecksums takes a plain-HTTP mirror's checksum files
+	// on trust (trust_http_mirror_checksums).
+	TrustHTTPMirrorChecksums bool
+	// CacheDir is where downloads are kept (download_cache_dir).
+	CacheDir string
+	// The proxies of downloads (http_proxy, https_proxy, no_proxy); with
+	// neither proxy set, the environment's.
+	HTTPProxy, HTTPSProxy, NoProxy string
+}
+
+// Prepare checks the artifacts' keys (artifacts, artifacts_dir,
+// artifact_checksums), writes the checksums in lowercase without a
+// "sha256:" prefix, and makes CacheDir Packer's cache when it is unset.
+func (o *Options) Prepare() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Dir != "" {
+		if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
+			add("artifacts_dir: %q is not a directory", o.Dir)
+		}
+	}
+	known := strings.Join(versions.ArtifactNames, ", ")
+	for _, name := range slices.Sorted(maps.Keys(o.Artifacts)) {
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifacts: unknown artifact %q (known: %s)", name, known)
+		} else if _, err := os.Stat(o.Artifacts[name]); err != nil {
+			add("artifacts.%s: %v", name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Checksums)) {
+		sum := strings.TrimPrefix(strings.ToLower(o.Checksums[name]), "sha256:")
+		if !slices.Contains(versions.ArtifactNames, name) {
+			add("artifact_checksums: unknown artifact %q (known: %s)", name, known)
+		} else if !IsSHA256(sum) {
+			add("artifact_checksums.%s: want 64 hex digits of a sha256", name)
+		}
+		o.Checksums[name] = sum
+	}
+	if o.CacheDir == "" {
+		dir, err := packersdk.CachePath("kubenode-bake")
+		if err != nil {
+			add("download_cache_dir: %v", err)
+		}
+		o.CacheDir = dir
+	}
+	o.CacheDir = filepath.Clean(o.CacheDir)
+	return errs
+}
+
+// UI is where Resolve reports progress (a packer.Ui).
+type UI interface {
+	Say(string)
+	Message(string)
+}
+
+// Resolve finds each artifact locally (`artifacts`, then `artifacts_dir`)
 // or downloads it, and checks its sha256 against `artifact_checksums` and
 // the published checksum. Every missing or mismatching artifact is
 // reported, by name, before anything runs on the guest.
@@ -33,31 +109,31 @@ import (
 // checksum, never a later reading of the cached file: a file changed in the
 // cache in between fails here, and one changed after this fails on the
 // guest.
-func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.Artifact) ([]versions.Artifact, error) {
+func (o Options) Resolve(ctx context.Context, ui UI, arts []versions.Artifact) ([]versions.Artifact, error) {
 	var errs *packersdk.MultiError
 	out := make([]versions.Artifact, 0, len(arts))
 	told := map[string]bool{} // the download_mirrors prefixes the UI named
 	for _, a := range arts {
 		var verified string // the published sha256 the download was checked against
-		local, err := c.localArtifact(a)
+		local, err := o.Local(a)
 		if err == nil && local == "" {
 			if a.URL == "" {
 				err = fmt.Errorf("artifact %s: no local file (set artifacts.%s or put %s in artifacts_dir) and no download URL", a.Name, a.Name, a.FileName)
 			} else {
-				unproven := c.unprovenChecksum(a)
+				unproven := o.unprovenChecksum(a)
 				var used []string
-				a, used = c.mirrored(a)
+				a, used = o.mirrored(a)
 				for _, prefix := range used {
 					if !told[prefix] {
 						told[prefix] = true
-						ui.Say(fmt.Sprintf("kubenode-bake: download_mirrors: %s/... is downloaded from %s/...", prefix, c.DownloadMirrors[prefix]))
+						ui.Say(fmt.Sprintf("kubenode-bake: download_mirrors: %s/... is downloaded from %s/...", prefix, o.Mirrors[prefix]))
 					}
 				}
 				if unproven != "" {
 					err = fmt.Errorf("artifact %s: download_mirrors fetches its checksum file %s over plain HTTP, which proves nothing about the download: "+
 						"give its sha256 as artifact_checksums.%s, use an https:// mirror, or set trust_http_mirror_checksums = true for a mirror on a path nobody else is on",
 						a.Name, unproven, a.Name)
-				} else if local, verified, err = c.download(ctx, ui, a); err == nil {
+				} else if local, verified, err = o.download(ctx, ui, a); err == nil {
 					afterDownload(local)
 				}
 			}
@@ -71,7 +147,7 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 				a.Name, local, a.SHA256, verified, a.ChecksumURL)
 		}
 		if err == nil {
-			if want := c.ArtifactChecksums[a.Name]; want != "" && want != a.SHA256 {
+			if want := o.Checksums[a.Name]; want != "" && want != a.SHA256 {
 				err = fmt.Errorf("artifact %s: %s has sha256 %s, artifact_checksums.%s says %s", a.Name, local, a.SHA256, a.Name, want)
 			}
 		}
@@ -91,20 +167,22 @@ func (c *Config) resolve(ctx context.Context, ui packersdk.Ui, arts []versions.A
 // tests change the file there.
 var afterDownload = func(string) {}
 
-func (c *Config) localArtifact(a versions.Artifact) (string, error) {
-	if p, ok := c.Artifacts[a.Name]; ok {
+// Local is the local file of a (artifacts, then artifacts_dir), "" when
+// there is none and a is downloaded.
+func (o Options) Local(a versions.Artifact) (string, error) {
+	if p, ok := o.Artifacts[a.Name]; ok {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("artifact %s: artifacts.%s: %w", a.Name, a.Name, err)
 		}
 		return p, nil
 	}
-	if c.ArtifactsDir != "" {
-		p := filepath.Join(c.ArtifactsDir, a.FileName)
+	if o.Dir != "" {
+		p := filepath.Join(o.Dir, a.FileName)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		if a.URL == "" {
-			return "", fmt.Errorf("artifact %s: %s is not in artifacts_dir %s", a.Name, a.FileName, c.ArtifactsDir)
+			return "", fmt.Errorf("artifact %s: %s is not in artifacts_dir %s", a.Name, a.FileName, o.Dir)
 		}
 	}
 	return "", nil
@@ -203,8 +281,8 @@ func (b *idleBody) Close() error {
 // (<sha256>/<file name>) and a cached file is used only when its sha256 is
 // the one just read from the checksum URL, so a file from a mirror and one
 // from upstream share an entry only when they are the same bytes.
-func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artifact) (string, string, error) {
-	client := downloadClient(c.proxyFunc())
+func (o Options) download(ctx context.Context, ui UI, a versions.Artifact) (string, string, error) {
+	client := downloadClient(o.proxyFunc())
 	want, origin := a.PinnedSHA256, "the version table pins"
 	if a.ChecksumURL != "" {
 		var err error
@@ -212,10 +290,10 @@ func (c *Config) download(ctx context.Context, ui packersdk.Ui, a versions.Artif
 			return "", "", fmt.Errorf("artifact %s: %w", a.Name, err)
 		}
 		origin = a.ChecksumURL + " publishes"
-	} else if !isSHA256(want) {
+	} else if !IsSHA256(want) {
 		return "", "", fmt.Errorf("artifact %s: no published checksum and no sha256 pinned for %s; give the file as artifacts.%s", a.Name, a.URL, a.Name)
 	}
-	dst := filepath.Join(c.DownloadCacheDir, want, a.FileName)
+	dst := filepath.Join(o.CacheDir, want, a.FileName)
 	if got, err := filehash.SHA256(dst); err == nil && got == want {
 		ui.Message(fmt.Sprintf("%s: cached at %s", a.Name, dst))
 		return dst, want, nil
@@ -269,20 +347,33 @@ func publishedSHA256(ctx context.Context, client *http.Client, u, file string) (
 	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
 	for _, line := range lines {
 		f := strings.Fields(line)
-		if len(f) == 1 && len(lines) == 1 && isSHA256(strings.ToLower(f[0])) {
+		if len(f) == 1 && len(lines) == 1 && IsSHA256(strings.ToLower(f[0])) {
 			return strings.ToLower(f[0]), nil
 		}
-		if len(f) >= 2 && strings.TrimPrefix(f[len(f)-1], "*") == file && isSHA256(strings.ToLower(f[0])) {
+		if len(f) >= 2 && strings.TrimPrefix(f[len(f)-1], "*") == file && IsSHA256(strings.ToLower(f[0])) {
 			return strings.ToLower(f[0]), nil
 		}
 	}
 	return "", fmt.Errorf("%s holds no sha256 for %s", u, file)
 }
 
-func (c *Config) proxyFunc() func(*http.Request) (*url.URL, error) {
-	if c.HTTPProxy == "" && c.HTTPSProxy == "" {
+func (o Options) proxyFunc() func(*http.Request) (*url.URL, error) {
+	if o.HTTPProxy == "" && o.HTTPSProxy == "" {
 		return http.ProxyFromEnvironment
 	}
-	p := (&httpproxy.Config{HTTPProxy: c.HTTPProxy, HTTPSProxy: c.HTTPSProxy, NoProxy: c.NoProxy}).ProxyFunc()
+	p := (&httpproxy.Config{HTTPProxy: o.HTTPProxy, HTTPSProxy: o.HTTPSProxy, NoProxy: o.NoProxy}).ProxyFunc()
 	return func(r *http.Request) (*url.URL, error) { return p(r.URL) }
+}
+
+// IsSHA256 says whether s is a sha256 in lowercase hex.
+func IsSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,10 +1,14 @@
-package bake
+package fetch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,10 +46,10 @@ func stallingServer(t *testing.T) *httptest.Server {
 // than limit (a download that hangs).
 func resolveWithin(t *testing.T, limit time.Duration, arts []versions.Artifact) error {
 	t.Helper()
-	c := Config{DownloadCacheDir: t.TempDir()}
+	o := Options{CacheDir: t.TempDir()}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+		_, err := o.Resolve(context.Background(), packersdk.TestUi(t), arts)
 		done <- err
 	}()
 	select {
@@ -116,7 +120,7 @@ func TestResolveRefusesAFileSwappedAfterTheDownload(t *testing.T) {
 	}))
 	defer srv.Close()
 	arts := []versions.Artifact{{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"}}
-	c := Config{DownloadCacheDir: t.TempDir()}
+	o := Options{CacheDir: t.TempDir()}
 	for _, name := range []string{"downloaded", "cached"} {
 		t.Run(name, func(t *testing.T) {
 			var swapped string
@@ -125,14 +129,14 @@ func TestResolveRefusesAFileSwappedAfterTheDownload(t *testing.T) {
 				require.NoError(t, os.WriteFile(path, []byte("evil kubelet"), 0o755))
 			}
 			defer func() { afterDownload = func(string) {} }()
-			got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+			got, err := o.Resolve(context.Background(), packersdk.TestUi(t), arts)
 			require.Error(t, err, "resolved to %+v", got)
 			assert.Contains(t, err.Error(), "artifact kubelet: "+swapped+" has sha256 "+sum("evil kubelet")+", not the "+sum("real kubelet")+" verified against "+srv.URL+"/kubelet.sha256")
 			// The real file back: the next resolve finds it in the cache.
 			require.NoError(t, os.WriteFile(swapped, []byte("real kubelet"), 0o755))
 		})
 	}
-	got, err := c.resolve(context.Background(), packersdk.TestUi(t), arts)
+	got, err := o.Resolve(context.Background(), packersdk.TestUi(t), arts)
 	require.NoError(t, err)
 	assert.Equal(t, sum("real kubelet"), got[0].SHA256, "the guest checks the published sha256")
 }
@@ -148,22 +152,118 @@ func TestDownloadChecksAPinnedSHA256(t *testing.T) {
 		w.Write([]byte("msi"))
 	}))
 	defer srv.Close()
-	c := Config{DownloadCacheDir: t.TempDir()}
+	o := Options{CacheDir: t.TempDir()}
 	good := versions.Artifact{Name: versions.ArtifactCloudbaseInit, FileName: "setup.msi", URL: srv.URL + "/setup.msi", PinnedSHA256: sum("msi")}
-	got, err := c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{good})
+	got, err := o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{good})
 	require.NoError(t, err)
 	assert.Equal(t, sum("msi"), got[0].SHA256)
 
 	bad := good
 	bad.PinnedSHA256 = sum("other")
-	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
+	_, err = o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "artifact cloudbase-init: "+srv.URL+"/setup.msi has sha256 "+sum("msi")+" but the version table pins "+sum("other"))
 
 	before := hits
 	bad.PinnedSHA256 = ""
-	_, err = c.resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
+	_, err = o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{bad})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "artifact cloudbase-init: no published checksum and no sha256 pinned for "+srv.URL+"/setup.msi; give the file as artifacts.cloudbase-init")
 	assert.Equal(t, before, hits, "nothing is downloaded without a checksum")
+}
+
+func sum(data string) string {
+	h := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(h[:])
+}
+
+func TestResolveLocalArtifactsAndChecksums(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet"), []byte("kubelet"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubeadm"), []byte("kubeadm"), 0o755))
+	o := Options{Dir: dir, Checksums: map[string]string{"kubeadm": sum("something else")}}
+	_, err := o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
+		{Name: "kubelet", FileName: "kubelet"},
+		{Name: "kubeadm", FileName: "kubeadm"},
+		{Name: "joiner", FileName: "kubenode-joiner"},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact kubeadm: "+filepath.Join(dir, "kubeadm")+" has sha256 "+sum("kubeadm")+", artifact_checksums.kubeadm says")
+	assert.Contains(t, err.Error(), "artifact joiner: kubenode-joiner is not in artifacts_dir")
+	assert.NotContains(t, err.Error(), "artifact kubelet", "a good artifact is not reported")
+
+	o.Checksums = nil
+	got, err := o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{{Name: "kubelet", FileName: "kubelet"}})
+	require.NoError(t, err)
+	assert.Equal(t, sum("kubelet"), got[0].SHA256)
+}
+
+func TestDownloadChecksAgainstThePublishedChecksum(t *testing.T) {
+	files := map[string]string{
+		"/kubelet":                     "real kubelet",
+		"/kubelet.sha256":              sum("real kubelet"),
+		"/containerd.tar.gz":           "tarball",
+		"/containerd.tar.gz.sha256sum": sum("tarball") + "  containerd.tar.gz\n",
+		"/tampered":                    "evil",
+		"/tampered.sha256":             sum("good"),
+	}
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits[r.URL.Path]++
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	o := Options{CacheDir: t.TempDir()}
+	arts := []versions.Artifact{
+		{Name: "kubelet", FileName: "kubelet", URL: srv.URL + "/kubelet", ChecksumURL: srv.URL + "/kubelet.sha256"},
+		{Name: "containerd", FileName: "containerd.tar.gz", URL: srv.URL + "/containerd.tar.gz", ChecksumURL: srv.URL + "/containerd.tar.gz.sha256sum"},
+	}
+	got, err := o.Resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.NoError(t, err)
+	data, _ := os.ReadFile(got[1].Local)
+	assert.Equal(t, "tarball", string(data))
+	_, err = o.Resolve(context.Background(), packersdk.TestUi(t), arts)
+	require.NoError(t, err)
+	assert.Equal(t, 1, hits["/kubelet"], "a second build uses the cache")
+
+	_, err = o.Resolve(context.Background(), packersdk.TestUi(t), []versions.Artifact{
+		{Name: "cni-plugins", FileName: "tampered", URL: srv.URL + "/tampered", ChecksumURL: srv.URL + "/tampered.sha256"},
+		{Name: "runc", FileName: "runc", URL: srv.URL + "/missing", ChecksumURL: srv.URL + "/missing.sha256"},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "artifact cni-plugins: "+srv.URL+"/tampered has sha256 "+sum("evil")+" but "+srv.URL+"/tampered.sha256 publishes "+sum("good"))
+	assert.Contains(t, err.Error(), "artifact runc: reading the published checksum: GET "+srv.URL+"/missing.sha256: 404")
+	entries, _ := os.ReadDir(filepath.Join(o.CacheDir, sum("good")))
+	for _, e := range entries {
+		assert.False(t, strings.HasPrefix(e.Name(), "."), "no partial download is left: %s", e.Name())
+	}
+}
+
+// Prepare names each bad key, writes the checksums as Resolve compares
+// them, and puts the cache in Packer's by default.
+func TestPrepare(t *testing.T) {
+	t.Setenv("PACKER_CACHE_DIR", t.TempDir())
+	o := Options{
+		Dir:       "/nonexistent",
+		Artifacts: map[string]string{"kubelet": "/nonexistent/kubelet", "kube-proxy": "/x"},
+		Checksums: map[string]string{"kubeadm": "SHA256:" + strings.ToUpper(sum("kubeadm")), "kubectl": "abc", "etcd": sum("etcd")},
+	}
+	var msgs []string
+	for _, err := range o.Prepare() {
+		msgs = append(msgs, err.Error())
+	}
+	assert.Equal(t, []string{
+		`artifacts_dir: "/nonexistent" is not a directory`,
+		`artifacts: unknown artifact "kube-proxy" (known: ` + strings.Join(versions.ArtifactNames, ", ") + ")",
+		"artifacts.kubelet: stat /nonexistent/kubelet: no such file or directory",
+		`artifact_checksums: unknown artifact "etcd" (known: ` + strings.Join(versions.ArtifactNames, ", ") + ")",
+		"artifact_checksums.kubectl: want 64 hex digits of a sha256",
+	}, msgs)
+	assert.Equal(t, sum("kubeadm"), o.Checksums["kubeadm"])
+	assert.Equal(t, filepath.Join(os.Getenv("PACKER_CACHE_DIR"), "kubenode-bake"), o.CacheDir)
 }

@@ -1,7 +1,8 @@
-package bake
+package fetch
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -9,15 +10,18 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
-// prepareDownloadMirrors checks download_mirrors: every key and value an
-// absolute http(s) URL with a host and no query or fragment. Trailing
-// slashes are dropped, so "https://dl.k8s.io/" and "https://dl.k8s.io" are
-// the same prefix.
-func (c *Config) prepareDownloadMirrors() []error {
+// CleanMirrors checks download_mirrors: every key and value an absolute
+// http(s) URL with a host and no query or fragment. Trailing slashes are
+// dropped, so "https://dl.k8s.io/" and "https://dl.k8s.io" are the same
+// prefix. It returns the cleaned map (nil for nil).
+func CleanMirrors(mirrors map[string]string) (map[string]string, []error) {
 	var errs []error
-	clean := make(map[string]string, len(c.DownloadMirrors))
-	for _, k := range sortedKeys(c.DownloadMirrors) {
-		v := c.DownloadMirrors[k]
+	var clean map[string]string
+	if mirrors != nil {
+		clean = make(map[string]string, len(mirrors))
+	}
+	for _, k := range slices.Sorted(maps.Keys(mirrors)) {
+		v := mirrors[k]
 		ok := true
 		for _, s := range []struct{ what, u string }{{"the prefix", k}, {"the mirror", v}} {
 			if why := mirrorURLProblem(s.u); why != "" {
@@ -35,28 +39,29 @@ func (c *Config) prepareDownloadMirrors() []error {
 		}
 		clean[key] = strings.TrimRight(v, "/")
 	}
-	if c.DownloadMirrors != nil {
-		c.DownloadMirrors = clean
-	}
-	if len(errs) > 0 {
-		return errs
-	}
+	return clean, errs
+}
+
+// CheckMirrorProof refuses the downloads (artifacts with a URL and no
+// local file) whose checksum file a plain-HTTP mirror serves with nothing
+// else to vouch for them, naming the keys that would.
+func (o Options) CheckMirrorProof(downloads []versions.Artifact) error {
 	var unproven, mirrors []string
-	for _, a := range c.plannedDownloads() {
-		if c.unprovenChecksum(a) != "" {
+	for _, a := range downloads {
+		if o.unprovenChecksum(a) != "" {
 			unproven = append(unproven, a.Name)
-			if _, prefix := mirrorURL(c.DownloadMirrors, a.ChecksumURL); !slices.Contains(mirrors, c.DownloadMirrors[prefix]) {
-				mirrors = append(mirrors, c.DownloadMirrors[prefix])
+			if _, prefix := mirrorURL(o.Mirrors, a.ChecksumURL); !slices.Contains(mirrors, o.Mirrors[prefix]) {
+				mirrors = append(mirrors, o.Mirrors[prefix])
 			}
 		}
 	}
-	if len(unproven) > 0 {
-		slices.Sort(mirrors)
-		errs = append(errs, fmt.Errorf("download_mirrors: %s: plain HTTP, so the mirror's checksum files prove nothing (whoever is on the way to it can serve any file with a matching checksum): "+
-			"give the sha256 of %s in artifact_checksums, use an https:// mirror, or set trust_http_mirror_checksums = true for a mirror on a path nobody else is on (such as this machine's 127.0.0.1)",
-			strings.Join(mirrors, ", "), strings.Join(unproven, ", ")))
+	if len(unproven) == 0 {
+		return nil
 	}
-	return errs
+	slices.Sort(mirrors)
+	return fmt.Errorf("download_mirrors: %s: plain HTTP, so the mirror's checksum files prove nothing (whoever is on the way to it can serve any file with a matching checksum): "+
+		"give the sha256 of %s in artifact_checksums, use an https:// mirror, or set trust_http_mirror_checksums = true for a mirror on a path nobody else is on (such as this machine's 127.0.0.1)",
+		strings.Join(mirrors, ", "), strings.Join(unproven, ", "))
 }
 
 func isPlainHTTP(u string) bool {
@@ -67,53 +72,25 @@ func isPlainHTTP(u string) bool {
 // unprovenChecksum returns the checksum URL download_mirrors makes of a's
 // when that is plain HTTP and nothing else vouches for the download
 // (neither artifact_checksums nor trust_http_mirror_checksums), else "".
-func (c *Config) unprovenChecksum(a versions.Artifact) string {
-	u, prefix := mirrorURL(c.DownloadMirrors, a.ChecksumURL)
-	if a.ChecksumURL == "" || prefix == "" || !isPlainHTTP(u) || c.ArtifactChecksums[a.Name] != "" || c.TrustHTTPMirrorChecksums {
+func (o Options) unprovenChecksum(a versions.Artifact) string {
+	u, prefix := mirrorURL(o.Mirrors, a.ChecksumURL)
+	if a.ChecksumURL == "" || prefix == "" || !isPlainHTTP(u) || o.Checksums[a.Name] != "" || o.TrustHTTPMirrorChecksums {
 		return ""
 	}
 	return u
 }
 
-// plannedDownloads are the artifacts the build downloads, as far as the
-// configuration tells: guest_os_type's (a Linux guest's when it is unset;
-// resolve checks a Windows guest's), less those given as local files.
-func (c *Config) plannedDownloads() []versions.Artifact {
-	var arts []versions.Artifact
-	if c.GuestOS == "windows" {
-		k8s, errK := versions.LookupKubernetes(c.KubernetesVersion, c.unlisted())
-		ctr, errC := versions.LookupContainerd(c.ContainerdVersion, c.unlisted())
-		cni, errN := versions.LookupCNIPlugins(c.CNIPluginsVersion, c.unlisted())
-		if errK != nil || errC != nil || errN != nil {
-			return nil // validateVersions says why
-		}
-		arts = append(k8s.WindowsArtifacts(), ctr.WindowsArtifact(), cni.WindowsArtifact())
-		if cr, ok, err := c.crictl(k8s); err == nil && ok {
-			arts = append(arts, cr.WindowsArtifact())
-		}
-	} else {
-		_, arts, _ = c.linuxPlan() // on an error, other checks say why
-	}
-	var out []versions.Artifact
-	for _, a := range arts {
-		if local, err := c.localArtifact(a); a.URL != "" && local == "" && err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// downloadMirrorWarnings say, for each plain-HTTP download_mirrors entry,
-// what proves its downloads and what it leaves open.
-func (c *Config) downloadMirrorWarnings() []string {
+// MirrorWarnings say, for each plain-HTTP download_mirrors entry, what
+// proves its downloads and what it leaves open.
+func (o Options) MirrorWarnings() []string {
 	var out []string
-	for _, k := range sortedKeys(c.DownloadMirrors) {
-		v := c.DownloadMirrors[k]
+	for _, k := range slices.Sorted(maps.Keys(o.Mirrors)) {
+		v := o.Mirrors[k]
 		if !isPlainHTTP(v) {
 			continue
 		}
 		entry := fmt.Sprintf("download_mirrors[%q] = %q: plain HTTP", k, v)
-		if c.TrustHTTPMirrorChecksums {
+		if o.TrustHTTPMirrorChecksums {
 			out = append(out, entry+", and trust_http_mirror_checksums takes its checksum files on trust: they catch a damaged download, not a changed one "+
 				"(whoever is on the way to the mirror can serve any file with a matching checksum); use it only for a mirror on a path nobody else is on")
 		} else {
@@ -146,7 +123,7 @@ func mirrorURLProblem(u string) string {
 // with, matched on whole path segments ("https://github.com" matches
 // "https://github.com/containerd/..." but not "https://github.company.com");
 // it returns u unchanged and "" when no prefix matches, else the rewritten
-// URL and the prefix used. The keys and values are those Prepare
+// URL and the prefix used. The keys and values are those CleanMirrors
 // cleaned (no trailing slash).
 func mirrorURL(mirrors map[string]string, u string) (string, string) {
 	best := ""
@@ -163,14 +140,14 @@ func mirrorURL(mirrors map[string]string, u string) (string, string) {
 
 // mirrored returns a with its URL and ChecksumURL rewritten by
 // download_mirrors, and the prefixes that matched (sorted, deduplicated).
-func (c *Config) mirrored(a versions.Artifact) (versions.Artifact, []string) {
+func (o Options) mirrored(a versions.Artifact) (versions.Artifact, []string) {
 	var used []string
 	for _, u := range []*string{&a.URL, &a.ChecksumURL} {
 		if *u == "" {
 			continue
 		}
 		var prefix string
-		if *u, prefix = mirrorURL(c.DownloadMirrors, *u); prefix != "" && !slices.Contains(used, prefix) {
+		if *u, prefix = mirrorURL(o.Mirrors, *u); prefix != "" && !slices.Contains(used, prefix) {
 			used = append(used, prefix)
 		}
 	}

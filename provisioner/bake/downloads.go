@@ -1,0 +1,60 @@
+package bake
+
+import (
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
+)
+
+// fetchOptions are the configuration's keys the downloads take.
+func (c *Config) fetchOptions() fetch.Options {
+	return fetch.Options{
+		Artifacts: c.Artifacts, Dir: c.ArtifactsDir, Checksums: c.ArtifactChecksums,
+		Mirrors: c.DownloadMirrors, TrustHTTPMirrorChecksums: c.TrustHTTPMirrorChecksums,
+		CacheDir:  c.DownloadCacheDir,
+		HTTPProxy: c.HTTPProxy, HTTPSProxy: c.HTTPSProxy, NoProxy: c.NoProxy,
+	}
+}
+
+// prepareDownloads checks the keys of the artifacts and their downloads,
+// sets their defaults, and refuses the planned downloads a plain-HTTP
+// mirror's checksum files would be the only proof of. Call it after the
+// other defaults are set: it plans the build.
+func (c *Config) prepareDownloads() []error {
+	o := c.fetchOptions()
+	errs := o.Prepare()
+	mirrors, mirrorErrs := fetch.CleanMirrors(c.DownloadMirrors)
+	c.ArtifactChecksums, c.DownloadCacheDir, c.DownloadMirrors = o.Checksums, o.CacheDir, mirrors
+	if len(mirrorErrs) > 0 {
+		return append(errs, mirrorErrs...)
+	}
+	if err := c.fetchOptions().CheckMirrorProof(c.plannedDownloads()); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// plannedDownloads are the artifacts the build downloads, as far as the
+// configuration tells: guest_os_type's (a Linux guest's when it is unset;
+// Resolve checks a Windows guest's), less those given as local files.
+func (c *Config) plannedDownloads() []versions.Artifact {
+	var arts []versions.Artifact
+	if c.GuestOS == "windows" {
+		r := c.releases()
+		if r.errK != nil || r.errC != nil || r.errN != nil {
+			return nil // validateVersions says why
+		}
+		arts = append(r.k8s.WindowsArtifacts(), r.ctr.WindowsArtifact(), r.cni.WindowsArtifact())
+		if cr, ok, err := c.crictl(); err == nil && ok {
+			arts = append(arts, cr.WindowsArtifact())
+		}
+	} else {
+		_, arts, _ = c.linuxPlan() // on an error, other checks say why
+	}
+	var out []versions.Artifact
+	for _, a := range arts {
+		if local, err := c.fetchOptions().Local(a); a.URL != "" && local == "" && err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
