@@ -7,8 +7,8 @@ import (
 // Guest locations of containerd's registry host configuration and of the
 // configuration files containerd's `imports` reads.
 const (
-	windowsCertsDir        = windowsContainerdDir + `\certs.d`
-	windowsContainerdConfD = windowsContainerdDir + `\conf.d`
+	certsDir        = windowsContainerdDir + `\certs.d`
+	containerdConfD = windowsContainerdDir + `\conf.d`
 )
 
 // registryHosts is linuxRegistryHosts for Windows: the data of the
@@ -32,11 +32,11 @@ type registryHostFiles struct {
 
 func newRegistryHosts(hosts []node.RegistryHost) registryHosts {
 	r := registryHosts{
-		Dirs:     []string{windowsCertsDir, windowsContainerdConfD},
-		CertsDir: windowsCertsDir, HeaderPattern: node.HostsHeader + "*", CAFileName: node.CAFileName,
+		Dirs:     []string{certsDir, containerdConfD},
+		CertsDir: certsDir, HeaderPattern: node.HostsHeader + "*", CAFileName: node.CAFileName,
 	}
 	for _, h := range hosts {
-		dir := windowsCertsDir + `\` + node.HostsDir(h.Registry)
+		dir := certsDir + `\` + node.HostsDir(h.Registry)
 		f := registryHostFiles{File: dir + `\hosts.toml`}
 		if h.CA != "" {
 			f.CA, f.CAContent = dir+`\`+node.CAFileName, h.CA

@@ -190,10 +190,10 @@ func cni(p Plan) []byte {
 	})
 }
 
-// winService is a Windows service the bake registers with sc.exe (the
+// serviceSpec is a Windows service the bake registers with sc.exe (the
 // service template): registered if it is absent, reconfigured if its
 // command line, start type or dependencies differ.
-type winService struct {
+type serviceSpec struct {
 	Name, Display string
 	Argv          []string
 	// Start is sc.exe's start= value: auto or disabled.
@@ -202,20 +202,20 @@ type winService struct {
 }
 
 // BinPath is the service's command line.
-func (svc winService) BinPath() string { return units.CommandLine(svc.Argv) }
+func (svc serviceSpec) BinPath() string { return units.CommandLine(svc.Argv) }
 
 // StartMode is Win32_Service's name of Start.
-func (svc winService) StartMode() string {
+func (svc serviceSpec) StartMode() string {
 	return map[string]string{"auto": "Auto", "disabled": "Disabled"}[svc.Start]
 }
 
 // DependOn is sc.exe's depend= value, empty for none.
-func (svc winService) DependOn() string { return strings.Join(svc.Depend, "/") }
+func (svc serviceSpec) DependOn() string { return strings.Join(svc.Depend, "/") }
 
 // check refuses a command line Windows PowerShell 5.1 cannot pass to
 // sc.exe: it passes an argument holding a double quote to a native
 // command wrongly.
-func (svc winService) check() error {
+func (svc serviceSpec) check() error {
 	binPath := svc.BinPath()
 	if strings.Contains(binPath, `"`) || strings.HasSuffix(binPath, `\`) {
 		return fmt.Errorf("service %s: its command line %s needs quoting that Windows PowerShell 5.1 cannot pass to sc.exe", svc.Name, binPath)
@@ -229,7 +229,7 @@ type versionCheck struct{ Name, Path, Version string }
 func kubelet(p Plan) ([]byte, error) {
 	k := units.WindowsKubeDir
 	ver := p.Kubernetes.Version
-	svc := winService{
+	svc := serviceSpec{
 		Name: units.KubeletServiceName, Display: "kubelet", Argv: p.kubeletServiceArgv(),
 		Start: "auto", Depend: []string{units.ContainerdServiceName},
 	}
@@ -243,7 +243,7 @@ func kubelet(p Plan) ([]byte, error) {
 		Dirs                                       []string
 		Copies                                     []copy
 		Kubelet, Kubeadm                           versionCheck
-		ServiceDef                                 winService
+		ServiceDef                                 serviceSpec
 		Restart                                    restartOnFailure
 	}{
 		Title:   "kubelet, kubeadm, kubectl and kube-log-runner " + ver + " in " + k + ", the kubelet service and its firewall rule",
@@ -285,13 +285,13 @@ func joiner(p Plan) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := winService{Name: units.JoinerServiceName, Display: "kubenode joiner", Argv: units.JoinerServiceArgs(), Start: "disabled"}
+	svc := serviceSpec{Name: units.JoinerServiceName, Display: "kubenode joiner", Argv: units.JoinerServiceArgs(), Start: "disabled"}
 	if err := svc.check(); err != nil {
 		return nil, err
 	}
 	return renderStep(stepJoiner, struct {
 		Source, Path, Dir, Config, ConfigContent string
-		Service                                  winService
+		Service                                  serviceSpec
 		FailureActions                           []string
 	}{
 		Source: p.Staging + `\` + p.Files.Joiner, Path: units.WindowsJoinerPath, Dir: windowsJoinerDir,

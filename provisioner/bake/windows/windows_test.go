@@ -299,9 +299,9 @@ func TestWindowsPlanValidation(t *testing.T) {
 }
 
 func TestWindowsServiceRefusesQuotesPowerShellCannotPass(t *testing.T) {
-	err := winService{Name: "x", Display: "x", Argv: []string{`C:\Program Files\x.exe`}, Start: "auto"}.check()
+	err := serviceSpec{Name: "x", Display: "x", Argv: []string{`C:\Program Files\x.exe`}, Start: "auto"}.check()
 	require.ErrorContains(t, err, "needs quoting that Windows PowerShell 5.1 cannot pass to sc.exe")
-	require.NoError(t, winService{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(), Start: "auto"}.check())
+	require.NoError(t, serviceSpec{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(), Start: "auto"}.check())
 }
 
 // The kubelet service runs exactly the command line the joiner later
