@@ -7,10 +7,10 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 
-// The line-by-line script builder the steps not yet kept as template files
+// The line-by-line script builder of the scripts written in Go
 // (automatic-updates, windows-update, cloudbase-init, permissions,
-// self-check, sysprep) are written with; the other steps are template files
-// in scripts/steps (templates_steps.go).
+// self-check, sysprep and the clone's first boot); the other steps are
+// template files in scripts/steps (templates_steps.go).
 
 // PowerShell helpers a script defines before its body. Parameter blocks
 // stay on their own lines (the tree-sitter grammar wants them there).
