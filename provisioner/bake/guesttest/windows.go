@@ -229,35 +229,10 @@ func (g *Windows) handle(command string) (string, int) {
 		return "", 0
 	case EncodedRE.MatchString(command):
 		script, err := DecodeEncoded(EncodedRE.FindStringSubmatch(command)[1])
-		switch {
-		case err != nil:
+		if err != nil {
 			return "Cannot process the command because the value specified with -EncodedCommand is not properly encoded", 1
-		case strings.Contains(script, "kubenode-boot"):
-			g.Log = append(g.Log, "boot-check")
-			boot, servicing := g.Boot, false
-			if g.Boot > 0 && g.Lingering > 0 {
-				g.Lingering--
-				boot--
-			} else if g.Boot > 0 && g.Servicing > 0 {
-				g.Servicing--
-				servicing = true
-			} else if g.Boot > g.backBoot {
-				g.backBoot = g.Boot
-				g.resetting = g.ResetAfterBack
-			}
-			return fmt.Sprintf("kubenode-boot: 2026-11-22T10:%02d:00.0000000Z servicing=%t\r\n", boot, servicing), 0
-		case strings.HasPrefix(script, "New-Item -ItemType Directory"):
-			g.Log = append(g.Log, "mkdir")
-			g.mkdir(script)
-			return g.setAside(script)
-		case strings.Contains(script, "Win32_OperatingSystem).BuildNumber"):
-			return g.Build + "\r\n", 0
-		case strings.Contains(script, "'kubenode-os: '"):
-			return "kubenode-os: " + g.Build + " Windows Server 2022 Datacenter\r\n", 0
-		case strings.Contains(script, "kubenode-joiner.exe' version"):
-			return "joiner v0.9.1\r\n", 0
 		}
-		return "unknown encoded command: " + script, 1
+		return g.query(script)
 	case fileArg.MatchString(command):
 		file := fileArg.FindStringSubmatch(command)[1]
 		script, ok := g.Files[remote.UploadPath(file)]
@@ -266,43 +241,133 @@ func (g *Windows) handle(command string) (string, int) {
 		}
 		// The script's name without its order prefix: the step.
 		_, step, _ := strings.Cut(strings.TrimSuffix(path.Base(remote.UploadPath(file)), ".ps1"), "-")
+		play, ok := windowsSteps[step]
+		if !ok {
+			panic(fmt.Sprintf("guesttest: the Windows double knows no step %q (script %s): add it to windowsSteps with what the guest does", step, file))
+		}
 		g.Log = append(g.Log, step)
 		if suspiciousScriptBlock.MatchString(string(script)) {
 			g.OperationalLog = append(g.OperationalLog, string(script))
 		}
-		if step == "sysprep" {
-			if out, code := g.sysprep(string(script)); code != 0 {
-				return out, code
-			}
-		}
-		if step == "verify-artifacts" {
-			return g.verify(string(script))
-		}
-		if step == "fetch-artifacts" {
-			return g.fetch(string(script))
-		}
-		if step == "windows-update" {
-			round := 0
-			for _, e := range g.Log {
-				if e == step {
-					round++
-				}
-			}
-			if g.UpdateTaskNeverStarts {
-				return g.neverStartedUpdate(string(script))
-			}
-			if round <= len(g.Updates) {
-				return g.Updates[round-1], g.Exit[step]
-			}
-			return "ok: no update to install\r\nok: no restart needed\r\n", g.Exit[step]
-		}
-		out := "changed: did " + step + "\r\n" + g.Output[step]
-		if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
-			out += "kubenode-bake: restart required\r\n"
-		}
-		return out, g.Exit[step]
+		return play(g, step, string(script))
 	}
 	return "'" + command + "' is not recognized as an internal or external command", 1
+}
+
+// windowsSteps are the steps' scripts the double plays, by step: the name
+// of the uploaded script without its order prefix (NN-<step>.ps1). A
+// step not in it panics: a new step needs its behaviour here.
+var windowsSteps = map[string]func(g *Windows, step, script string) (string, int){
+	"fetch-artifacts":    func(g *Windows, _, script string) (string, int) { return g.fetch(script) },
+	"verify-artifacts":   func(g *Windows, _, script string) (string, int) { return g.verify(script) },
+	"automatic-updates":  (*Windows).step,
+	"windows-update":     (*Windows).update,
+	"containers-feature": (*Windows).step,
+	"registry":           (*Windows).step,
+	"time-sync":          (*Windows).step,
+	"containerd":         (*Windows).step,
+	"cni":                (*Windows).step,
+	"kubelet":            (*Windows).step,
+	"crictl":             (*Windows).step,
+	"images":             (*Windows).step,
+	"defender":           (*Windows).step,
+	"cloudbase-init":     (*Windows).step,
+	"joiner":             (*Windows).step,
+	"permissions":        (*Windows).step,
+	"self-check":         (*Windows).step,
+	"cleanup":            (*Windows).step,
+	"sysprep": func(g *Windows, step, script string) (string, int) {
+		if out, code := g.sysprep(script); code != 0 {
+			return out, code
+		}
+		return g.step(step, script)
+	},
+}
+
+// step plays a step that succeeds unless Exit says otherwise, printing
+// Output; containers-feature asks for a restart when NeedsRestart, before
+// the first one.
+func (g *Windows) step(step, _ string) (string, int) {
+	out := "changed: did " + step + "\r\n" + g.Output[step]
+	if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
+		out += "kubenode-bake: restart required\r\n"
+	}
+	return out, g.Exit[step]
+}
+
+// update plays a windows-update round: the next of Updates, then a round
+// that finds nothing.
+func (g *Windows) update(step, script string) (string, int) {
+	round := 0
+	for _, e := range g.Log {
+		if e == step {
+			round++
+		}
+	}
+	if g.UpdateTaskNeverStarts {
+		return g.neverStartedUpdate(script)
+	}
+	if round <= len(g.Updates) {
+		return g.Updates[round-1], g.Exit[step]
+	}
+	return "ok: no update to install\r\nok: no restart needed\r\n", g.Exit[step]
+}
+
+// windowsQueryMarker starts the first line of the short scripts the flow
+// runs with -EncodedCommand; the query's name follows it.
+const windowsQueryMarker = "# kubenode-bake query: "
+
+// windowsQueries are the short scripts the double answers, by name. A
+// name not in it panics, as an unknown step does.
+var windowsQueries = map[string]func(g *Windows, script string) (string, int){
+	"staging": (*Windows).makeDirs,
+	"boot-check": func(g *Windows, _ string) (string, int) {
+		g.Log = append(g.Log, "boot-check")
+		boot, servicing := g.Boot, false
+		if g.Boot > 0 && g.Lingering > 0 {
+			g.Lingering--
+			boot--
+		} else if g.Boot > 0 && g.Servicing > 0 {
+			g.Servicing--
+			servicing = true
+		} else if g.Boot > g.backBoot {
+			g.backBoot = g.Boot
+			g.resetting = g.ResetAfterBack
+		}
+		return fmt.Sprintf("kubenode-boot: 2026-11-22T10:%02d:00.0000000Z servicing=%t\r\n", boot, servicing), 0
+	},
+	"windows-build": func(g *Windows, _ string) (string, int) { return g.Build + "\r\n", 0 },
+	"windows-os": func(g *Windows, _ string) (string, int) {
+		return "kubenode-os: " + g.Build + " Windows Server 2022 Datacenter\r\n", 0
+	},
+	"joiner-version": func(*Windows, string) (string, int) { return "joiner v0.9.1\r\n", 0 },
+}
+
+// query answers a -EncodedCommand script by the name on its first line.
+// The sysprep step's preparation comes without one: it makes folders and
+// sets an existing SetupComplete.cmd aside, which the double plays from
+// its lines.
+func (g *Windows) query(script string) (string, int) {
+	first, _, _ := strings.Cut(script, "\n")
+	name, named := strings.CutPrefix(strings.TrimSpace(first), windowsQueryMarker)
+	switch {
+	case named:
+		answer, ok := windowsQueries[name]
+		if !ok {
+			panic(fmt.Sprintf("guesttest: the Windows double knows no query %q: add it to windowsQueries with what the guest answers", name))
+		}
+		return answer(g, script)
+	case strings.HasPrefix(script, "New-Item -ItemType Directory"):
+		return g.makeDirs(script)
+	}
+	panic("guesttest: the Windows double got an -EncodedCommand script without a query name (" + windowsQueryMarker + "<name>): " + script)
+}
+
+// makeDirs plays a script that makes folders and may set a file aside.
+func (g *Windows) makeDirs(script string) (string, int) {
+	g.Log = append(g.Log, "mkdir")
+	g.mkdir(script)
+	return g.setAside(script)
 }
 
 var (

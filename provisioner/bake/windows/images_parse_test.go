@@ -26,7 +26,7 @@ func TestWindowsImagesAndRegistryParse(t *testing.T) {
 			CA: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
 		{Registry: "_default", Endpoints: []string{"https://it's.example.com"}},
 	}
-	for name, src := range map[string][]byte{"images": windowsImages(w), "containerd": windowsContainerd(w)} {
+	for name, src := range map[string][]byte{"images": imagesScript(w), "containerd": containerd(w)} {
 		tree, err := pwsh.Parse(src)
 		require.NoError(t, err, name)
 		assert.Empty(t, tree.Errors(), name)
@@ -45,5 +45,5 @@ func TestWindowsImagesAndRegistryParse(t *testing.T) {
 		}
 		tree.Close()
 	}
-	assert.Error(t, pwsh.Check([]byte(strings.Replace(string(windowsImages(w)), "} else {", "} else", 1))), "the check can fail")
+	assert.Error(t, pwsh.Check([]byte(strings.Replace(string(imagesScript(w)), "} else {", "} else", 1))), "the check can fail")
 }

@@ -31,7 +31,7 @@ func renderedImages(t *testing.T) map[string][]byte {
 	w := basePlan(t).WithDefaults()
 	w.Images = guesttest.Images()
 	w.Proxy = node.Proxy{HTTPS: "http://proxy.example:3128"}
-	return map[string][]byte{"images/windows-images.ps1": windowsImages(w)}
+	return map[string][]byte{"images/windows-images.ps1": imagesScript(w)}
 }
 
 func TestImagesGolden(t *testing.T) {

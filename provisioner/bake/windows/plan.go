@@ -337,7 +337,7 @@ func ContainerdConfig(ctr versions.ContainerdRelease, pause string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by kubenode-bake for containerd %s on Windows.\n", ctr.Version)
 	fmt.Fprintf(&b, "version = %d\n", ctr.ConfigVersion)
-	b.WriteString(node.ContainerdImports(tomlLiteral(windowsContainerdConfD + `\*.toml`)))
+	b.WriteString(node.ContainerdImports(tomlLiteral(containerdConfD + `\*.toml`)))
 	fmt.Fprintf(&b, "root = %s\n", tomlLiteral(windowsContainerdData+`\root`))
 	fmt.Fprintf(&b, "state = %s\n\n", tomlLiteral(windowsContainerdData+`\state`))
 	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", tomlLiteral(`\\.\pipe\containerd-containerd`))
@@ -351,11 +351,11 @@ func ContainerdConfig(ctr versions.ContainerdRelease, pause string) string {
 	case 3:
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %s\n\n", node.TOMLBasic(pause))
 		fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  %s\n  conf_dir = %s\n", binDir, cniConf)
-		b.WriteString(node.CRIRegistryConfig(3, tomlLiteral(windowsCertsDir)))
+		b.WriteString(node.CRIRegistryConfig(3, tomlLiteral(certsDir)))
 	default:
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = %s\n\n", node.TOMLBasic(pause))
 		fmt.Fprintf(&b, "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  %s\n  conf_dir = %s\n", binDir, cniConf)
-		b.WriteString(node.CRIRegistryConfig(2, tomlLiteral(windowsCertsDir)))
+		b.WriteString(node.CRIRegistryConfig(2, tomlLiteral(certsDir)))
 	}
 	return b.String()
 }

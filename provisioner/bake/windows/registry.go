@@ -1,52 +1,49 @@
 package windows
 
 import (
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
 // Guest locations of containerd's registry host configuration and of the
 // configuration files containerd's `imports` reads.
 const (
-	windowsCertsDir        = windowsContainerdDir + `\certs.d`
-	windowsContainerdConfD = windowsContainerdDir + `\conf.d`
+	certsDir        = windowsContainerdDir + `\certs.d`
+	containerdConfD = windowsContainerdDir + `\conf.d`
 )
 
-// windowsRegistryHosts is linuxRegistryHosts in PowerShell, for the
-// containerd step; it sets $restart when something changed.
-func windowsRegistryHosts(s *powershell.Script, hosts []node.RegistryHost) {
-	for _, d := range []string{windowsCertsDir, windowsContainerdConfD} {
-		s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(d))
+// registryHosts is linuxRegistryHosts for Windows: the data of the
+// registry-hosts template, which the containerd step renders; it sets
+// $restart when something changed.
+type registryHosts struct {
+	Dirs  []string
+	Hosts []registryHostFiles
+	// Keep are the hosts.toml files of the configured registries; others
+	// kubenode wrote (their first line is HeaderPattern) are removed.
+	Keep                                []string
+	CertsDir, HeaderPattern, CAFileName string
+}
+
+// registryHostFiles are one registry's hosts.toml and, when it has one,
+// its CA.
+type registryHostFiles struct {
+	CA, CAContent string
+	File, Content string
+}
+
+func newRegistryHosts(hosts []node.RegistryHost) registryHosts {
+	r := registryHosts{
+		Dirs:     []string{certsDir, containerdConfD},
+		CertsDir: certsDir, HeaderPattern: node.HostsHeader + "*", CAFileName: node.CAFileName,
 	}
-	var keep []string
 	for _, h := range hosts {
-		dir := windowsCertsDir + `\` + node.HostsDir(h.Registry)
-		ca := ""
+		dir := certsDir + `\` + node.HostsDir(h.Registry)
+		f := registryHostFiles{File: dir + `\hosts.toml`}
 		if h.CA != "" {
-			ca = dir + `\` + node.CAFileName
-			s.Line("if (Set-KubenodeFile -Path %s -Content %s) {", powershell.Quote(ca), powershell.Quote(h.CA))
-			s.Line("    $restart = $true")
-			s.Line("}")
+			f.CA, f.CAContent = dir+`\`+node.CAFileName, h.CA
 		}
-		s.Line("if (Set-KubenodeFile -Path %s -Content %s) {", powershell.Quote(dir+`\hosts.toml`), powershell.Quote(node.HostsTOML(h, ca)))
-		s.Line("    $restart = $true")
-		s.Line("}")
-		keep = append(keep, dir+`\hosts.toml`)
+		f.Content = node.HostsTOML(h, f.CA)
+		r.Hosts = append(r.Hosts, f)
+		r.Keep = append(r.Keep, f.File)
 	}
-	s.Line("$keep = %s", powershell.Array(keep))
-	s.Line("foreach ($file in @(Get-ChildItem -LiteralPath %s -Filter 'hosts.toml' -File -Recurse -Depth 1 -ErrorAction SilentlyContinue)) {", powershell.Quote(windowsCertsDir))
-	s.Line("    if ($keep -contains $file.FullName) {")
-	s.Line("        continue")
-	s.Line("    }")
-	s.Line("    if ((Get-Content -LiteralPath $file.FullName -TotalCount 1) -notlike %s) {", powershell.Quote(node.HostsHeader+"*"))
-	s.Line("        continue")
-	s.Line("    }")
-	s.Line("    Remove-Item -LiteralPath $file.FullName -Force")
-	s.Line("    Remove-Item -LiteralPath (Join-Path $file.DirectoryName %s) -Force -ErrorAction SilentlyContinue", powershell.Quote(node.CAFileName))
-	s.Line("    if (-not (Get-ChildItem -LiteralPath $file.DirectoryName -Force)) {")
-	s.Line("        Remove-Item -LiteralPath $file.DirectoryName -Force")
-	s.Line("    }")
-	s.Line(`    Write-Host "changed: $($file.FullName) removed (no longer in registry_mirrors)"`)
-	s.Line("    $restart = $true")
-	s.Line("}")
+	return r
 }

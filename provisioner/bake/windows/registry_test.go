@@ -21,7 +21,7 @@ func TestContainerdConfigRegistryAndImports(t *testing.T) {
 func TestContainerdStepsWriteHosts(t *testing.T) {
 	w := basePlan(t).WithDefaults()
 	w.RegistryHosts = []node.RegistryHost{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}}}
-	win := string(windowsContainerd(w))
+	win := string(containerd(w))
 	assert.Contains(t, win, `Set-KubenodeFile -Path 'C:\Program Files\containerd\certs.d\docker.io\hosts.toml' -Content '# Written by kubenode-bake: the registry host configuration of docker.io`)
 	assert.Less(t, strings.Index(win, `certs.d\docker.io\hosts.toml`), strings.Index(win, "Restart-Service -Name 'containerd'"))
 }

@@ -118,7 +118,7 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
 
 	mkdir := "New-Item -ItemType Directory -Force -Path " + powershell.Quote(plan.Staging) + " | Out-Null"
-	if _, err := r.Run(ctx, "staging", powershellEncoded(mkdir)); err != nil {
+	if _, err := r.Run(ctx, "staging", powershellQuery(queryStaging, mkdir)); err != nil {
 		return err
 	}
 	var fetch []Upload
@@ -234,7 +234,7 @@ func (r *guest) joinerVersion(ctx context.Context, plan Plan) error {
 	if !plan.InstallJoiner || plan.JoinerReported == nil {
 		return nil
 	}
-	code, out, err := r.Exec(ctx, powershellEncoded("& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+	code, out, err := r.Exec(ctx, powershellQuery(queryJoinerVersion, "& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
 	fields := strings.Fields(out)
 	if err != nil || code != 0 || len(fields) < 2 {
 		err := fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
@@ -314,7 +314,7 @@ func stepName(script string) string {
 
 // bootState asks the guest for its boot time and whether servicing runs.
 func (r *guest) bootState(ctx context.Context) (boot string, servicing bool, err error) {
-	code, out, err := r.Exec(ctx, powershellEncoded(windowsBootCheck))
+	code, out, err := r.Exec(ctx, powershellQuery(queryBootCheck, windowsBootCheck))
 	if err != nil {
 		return "", false, err
 	}
@@ -456,6 +456,24 @@ func powershellEncoded(script string) string {
 	return "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
 }
 
+// The short scripts the flow runs with -EncodedCommand, by name. Each
+// starts with a comment naming it, so the PowerShell log of a guest (and a
+// guest double) tells them apart without reading their code.
+const (
+	queryMarker        = "# kubenode-bake query: "
+	queryStaging       = "staging"
+	queryBootCheck     = "boot-check"
+	queryWindowsBuild  = "windows-build"
+	queryWindowsOS     = "windows-os"
+	queryJoinerVersion = "joiner-version"
+)
+
+// powershellQuery runs the short script named name as -EncodedCommand,
+// after its name's comment line.
+func powershellQuery(name, script string) string {
+	return powershellEncoded(queryMarker + name + "\n" + script)
+}
+
 // powershellFile runs an uploaded script; its exit code is the command's.
 func powershellFile(file string) string {
 	return `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + file + `"`
@@ -469,7 +487,7 @@ Write-Output ('kubenode-os: ' + $v.CurrentBuildNumber + ' ' + $v.ProductName)`
 // windowsGuestOS asks the guest which Windows it runs, for the image's
 // manifest; win is the release row of its build number.
 func windowsGuestOS(ctx context.Context, r *remote.Remote, win versions.WindowsRelease) (baked.GuestOS, error) {
-	code, out, err := r.Exec(ctx, powershellEncoded(windowsOSQuery))
+	code, out, err := r.Exec(ctx, powershellQuery(queryWindowsOS, windowsOSQuery))
 	if err == nil && code == 0 {
 		for _, line := range strings.Split(out, "\n") {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-os: "); ok {
@@ -485,7 +503,7 @@ func windowsGuestOS(ctx context.Context, r *remote.Remote, win versions.WindowsR
 // of the build number it reports, and its product name and build for the
 // image's manifest.
 func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, baked.GuestOS, error) {
-	code, out, err := r.Exec(ctx, powershellEncoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
+	code, out, err := r.Exec(ctx, powershellQuery(queryWindowsBuild, "(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
 	if err != nil || code != 0 {
 		return versions.WindowsRelease{}, baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
 	}

@@ -86,7 +86,7 @@ func TestWindowsCloserPowersOffInFinally(t *testing.T) {
 func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 	for name, p := range windowsCases(t) {
 		p = p.WithDefaults()
-		script, err := windowsKubelet(p)
+		script, err := kubelet(p)
 		require.NoError(t, err, name)
 		tree, err := pwsh.Parse(script)
 		require.NoError(t, err)

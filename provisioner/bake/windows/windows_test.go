@@ -299,10 +299,9 @@ func TestWindowsPlanValidation(t *testing.T) {
 }
 
 func TestWindowsServiceRefusesQuotesPowerShellCannotPass(t *testing.T) {
-	s := newWinScript("test")
-	err := service(s, winService{Name: "x", Display: "x", Argv: []string{`C:\Program Files\x.exe`}, Start: "auto"})
+	err := serviceSpec{Name: "x", Display: "x", Argv: []string{`C:\Program Files\x.exe`}, Start: "auto"}.check()
 	require.ErrorContains(t, err, "needs quoting that Windows PowerShell 5.1 cannot pass to sc.exe")
-	require.NoError(t, service(s, winService{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(), Start: "auto"}))
+	require.NoError(t, serviceSpec{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(), Start: "auto"}.check())
 }
 
 // The kubelet service runs exactly the command line the joiner later

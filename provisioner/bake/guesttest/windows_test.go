@@ -1,0 +1,65 @@
+package guesttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func encoded(script string) string {
+	var b []byte
+	for _, c := range utf16.Encode([]rune(script)) {
+		b = append(b, byte(c), byte(c>>8))
+	}
+	return "powershell.exe -NoProfile -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+}
+
+func run(t *testing.T, g *Windows, command string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: &out}
+	require.NoError(t, g.Start(context.Background(), cmd))
+	code := cmd.Wait()
+	return out.String(), code
+}
+
+// The double knows a step by its script's name, whatever the script says,
+// and a query by the name on its first line.
+func TestWindowsKnowsStepsAndQueriesByName(t *testing.T) {
+	g := NewWindows()
+	g.Build = "20348"
+	require.NoError(t, g.Upload("C:/Windows/Temp/kubenode/06-kubelet.ps1", strings.NewReader("# anything at all\r\n"), nil))
+	out, code := run(t, g, `powershell.exe -File "C:\Windows\Temp\kubenode\06-kubelet.ps1"`)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "changed: did kubelet\r\n", out)
+
+	out, code = run(t, g, encoded("# kubenode-bake query: windows-build\nGet-Anything"))
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "20348\r\n", out)
+	out, _ = run(t, g, encoded("# kubenode-bake query: boot-check\nGet-Anything"))
+	assert.Contains(t, out, "kubenode-boot: ")
+	assert.Equal(t, []string{"upload C:/Windows/Temp/kubenode/06-kubelet.ps1", "kubelet", "boot-check"}, g.Log)
+}
+
+// A step or a query the double does not know fails the test loudly
+// instead of being answered like another.
+func TestWindowsRefusesUnknownStepsAndQueries(t *testing.T) {
+	g := NewWindows()
+	require.NoError(t, g.Upload("C:/Windows/Temp/kubenode/05-unheard-of.ps1", strings.NewReader("# kubenode-bake: kubelet\r\n"), nil))
+	assert.PanicsWithValue(t, `guesttest: the Windows double knows no step "unheard-of" (script C:\Windows\Temp\kubenode\05-unheard-of.ps1): add it to windowsSteps with what the guest does`, func() {
+		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: `powershell.exe -File "C:\Windows\Temp\kubenode\05-unheard-of.ps1"`})
+	})
+	assert.Panics(t, func() {
+		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: encoded("# kubenode-bake query: unheard-of\n'kubenode-os: '")})
+	})
+	assert.Panics(t, func() {
+		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: encoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber")})
+	})
+}
