@@ -23,7 +23,7 @@ import (
 // with CRLF ones (crlfFS): every line a template writes ends with CRLF,
 // and a value keeps its own line ends. A file named *.lf.* keeps LF.
 //
-//go:embed scripts/common/*.tmpl scripts/sysprep/*.tmpl scripts/permissions/*.tmpl scripts/update/*.tmpl
+//go:embed scripts/common/*.tmpl scripts/sysprep/*.tmpl scripts/permissions/*.tmpl scripts/update/*.tmpl scripts/clusterapi/*.tmpl scripts/selfcheck/*.tmpl
 var generalizeFiles embed.FS
 
 // generalizeTemplates are those templates, parsed once. Every value they

@@ -14,7 +14,7 @@ import (
 // function that returns a fixed fragment.
 func TestGeneralizeTemplatesPassCheck(t *testing.T) {
 	require.NoError(t, generalizeTemplates.Check())
-	for _, name := range []string{"sysprep.ps1.tmpl", "closer.ps1.tmpl", "first-boot.ps1.tmpl", "setup-complete.cmd.tmpl", "first-boot-prepare.lf.ps1.tmpl", "permissions.ps1.tmpl", "automatic-updates.ps1.tmpl", "windows-update.ps1.tmpl", "windows-update-worker"} {
+	for _, name := range []string{"sysprep.ps1.tmpl", "closer.ps1.tmpl", "first-boot.ps1.tmpl", "setup-complete.cmd.tmpl", "first-boot-prepare.lf.ps1.tmpl", "permissions.ps1.tmpl", "automatic-updates.ps1.tmpl", "windows-update.ps1.tmpl", "windows-update-worker", "cloudbase-init.ps1.tmpl", "start-kubelet.ps1.tmpl", "self-check.ps1.tmpl", "self-check-cluster-api"} {
 		assert.Contains(t, generalizeTemplates.Names(), name)
 	}
 }
@@ -36,7 +36,7 @@ func TestGeneralizeTemplateFilesHaveLF(t *testing.T) {
 // The scripts of these files are template files: none is assembled line
 // by line in Go.
 func TestGeneralizeScriptsAreNotBuiltInGo(t *testing.T) {
-	for _, file := range []string{"sysprep.go", "sysprep_const.go", "sysprep_run.go", "permissions.go", "update.go", "templates_generalize.go"} {
+	for _, file := range []string{"sysprep.go", "sysprep_const.go", "sysprep_run.go", "permissions.go", "update.go", "clusterapi.go", "selfcheck.go", "templates_generalize.go"} {
 		b, err := os.ReadFile(file)
 		require.NoError(t, err)
 		for _, call := range []string{"powershell.New(", "newWinScript(", ".Line(", ".Comment(", ".Blank(", ".Native(", "say(s", "native(s", "fmt.Fprintf(", "WriteString("} {
