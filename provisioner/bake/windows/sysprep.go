@@ -124,6 +124,13 @@ func firstBootPrepare(p Plan) string {
 	return generalizeTemplates.RenderString("first-boot-prepare.lf.ps1.tmpl", in)
 }
 
+// GuestFile is a file the flow uploads to the guest as it is.
+type GuestFile struct {
+	// Path is the file's path on the guest, e.g. C:\Windows\Setup\Scripts\SetupComplete.cmd.
+	Path    string
+	Content []byte
+}
+
 // FirstBootFiles are the files the sysprep step uploads before its script
 // runs, for each clone's first boot: the answer file sysprep applies,
 // windowsFirstBootScript and the SetupComplete.cmd that runs it. None

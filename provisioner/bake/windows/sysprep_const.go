@@ -96,10 +96,3 @@ const windowsCloserDelay = 10
 var lsaSecretFile string
 
 var lsaSecretType = strings.TrimSuffix(lsaSecretFile, "\n")
-
-// GuestFile is a file the flow uploads to the guest as it is.
-type GuestFile struct {
-	// Path is the file's path on the guest, e.g. C:\Windows\Setup\Scripts\SetupComplete.cmd.
-	Path    string
-	Content []byte
-}
