@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
 )
 
 // Images for Cluster API (bootstrap = "cluster-api") on Windows: Cluster
@@ -159,44 +158,19 @@ const CloudbaseInitUnattendCommand = `"` + cloudbaseInitExe + `" --config-file "
 func windowsCloudbaseInit(p Plan) []byte {
 	ver := p.CloudbaseInit.Version
 	service, unattend := p.cloudbaseInitConfigs()
-	s := newWinScript("cloudbase-init "+ver+" for Cluster API's bootstrap data, its configuration, its service (Manual until a clone's Setup has finished) and "+ClusterAPISentinelDir,
-		psSetFile, psDirectory, psNative)
-	s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(windowsJoinerDir))
-	s.Line("if (Get-Service -Name %s -ErrorAction SilentlyContinue) {", powershell.Quote(cloudbaseInitService))
-	say(s, "    ", "ok: cloudbase-init installed")
-	s.Line("} else {")
-	s.Line("    # Silent, logged, the service as LocalSystem (no extra local account).")
-	args := []string{"/i", `"` + p.Staging + `\` + p.Files.CloudbaseInit + `"`, "/qn", "/norestart", "/l*v", `"` + cloudbaseInitInstallLog + `"`, "RUN_SERVICE_AS_LOCAL_SYSTEM=1"}
-	s.Line("    $msi = Start-Process -FilePath 'msiexec.exe' -ArgumentList %s -Wait -PassThru", psList(args))
-	s.Line("    if (@(0, %d) -notcontains $msi.ExitCode) {", dismRestartRequired)
-	s.Line("        throw (%s + $msi.ExitCode + %s)", powershell.Quote("msiexec /i "+p.Files.CloudbaseInit+" failed with exit code "), powershell.Quote(": see "+cloudbaseInitInstallLog))
-	s.Line("    }")
-	say(s, "    ", "changed: cloudbase-init "+ver+" installed (log: "+cloudbaseInitInstallLog+")")
-	s.Line("}")
-	s.Line("if (-not (Test-Path -LiteralPath %s -PathType Leaf)) {", powershell.Quote(cloudbaseInitExe))
-	s.Line("    throw %s", powershell.Quote(cloudbaseInitExe+" is missing after the install: is "+p.Files.CloudbaseInit+" cloudbase-init's x64 MSI?"))
-	s.Line("}")
-	s.Blank()
-	s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(cloudbaseInitConf), powershell.Quote(service.render(ver)))
-	s.Line("Set-KubenodeFile -Path %s -Content %s | Out-Null", powershell.Quote(cloudbaseInitUnatt), powershell.Quote(unattend.render(ver)))
-	s.Blank()
-	s.Comment("It must not run in the build VM (it would apply the build's metadata to it), nor")
-	s.Comment("during a clone's Setup: the first-boot SetupComplete.cmd sets it automatic and starts it.")
-	s.Line("$service = Get-Service -Name %s", powershell.Quote(cloudbaseInitService))
-	s.Line("if ($service.Status -ne 'Stopped') {")
-	s.Line("    Stop-Service -Name %s -Force", powershell.Quote(cloudbaseInitService))
-	say(s, "    ", "changed: cloudbase-init stopped")
-	s.Line("}")
-	s.Line("if (\"$($service.StartType)\" -eq 'Manual') {")
-	say(s, "    ", "ok: service cloudbase-init starts Manual")
-	s.Line("} else {")
-	native(s, "    ", "sc.exe config "+cloudbaseInitService, "sc.exe", "config", cloudbaseInitService, "start=", "demand")
-	say(s, "    ", "changed: service cloudbase-init starts Manual")
-	s.Line("}")
-	s.Blank()
-	s.Comment("Cluster API's Windows bootstrap writes bootstrap-success.complete here.")
-	s.Line("New-KubenodeDirectory -Path %s", powershell.Quote(ClusterAPISentinelDir))
-	return s.Bytes()
+	return generalizeTemplates.Render("cloudbase-init.ps1.tmpl", struct {
+		Version, MSI, InstallLog, Exe, Service, JoinerDir, SentinelDir string
+		MSIArgs                                                        []string
+		RestartRequired                                                int
+		Conf, ConfText, UnattendConf, UnattendConfText                 string
+	}{
+		Version: ver, MSI: p.Files.CloudbaseInit, InstallLog: cloudbaseInitInstallLog, Exe: cloudbaseInitExe,
+		Service: cloudbaseInitService, JoinerDir: windowsJoinerDir, SentinelDir: ClusterAPISentinelDir,
+		MSIArgs:         []string{"/i", `"` + p.Staging + `\` + p.Files.CloudbaseInit + `"`, "/qn", "/norestart", "/l*v", `"` + cloudbaseInitInstallLog + `"`, "RUN_SERVICE_AS_LOCAL_SYSTEM=1"},
+		RestartRequired: dismRestartRequired,
+		Conf:            cloudbaseInitConf, ConfText: service.render(ver),
+		UnattendConf: cloudbaseInitUnatt, UnattendConfText: unattend.render(ver),
+	})
 }
 
 // windowsKubeletWrapperScript is what the kubelet's service runs in a
@@ -209,28 +183,10 @@ func windowsCloudbaseInit(p Plan) []byte {
 // configuration, as it does until kubeadm writes it).
 func windowsKubeletWrapperScript() string {
 	argv := units.WindowsKubeletArgs()
-	kubelet := argv[2]
-	s := powershell.New("kubenode-bake: the kubelet with the image's flags and kubeadm's (KUBELET_KUBEADM_ARGS in " + windowsKubeadmFlags + "); the kubelet service runs it")
-	s.Line("$kubeadmArgs = @()")
-	s.Line("if (Test-Path -LiteralPath %s -PathType Leaf) {", powershell.Quote(windowsKubeadmFlags))
-	s.Line("    foreach ($line in Get-Content -LiteralPath %s) {", powershell.Quote(windowsKubeadmFlags))
-	s.Line("        if ($line -match '^\\s*KUBELET_KUBEADM_ARGS=(.*)$') {")
-	s.Line("            $value = $Matches[1].Trim()")
-	s.Line("            if ($value.Length -ge 2 -and $value.StartsWith('\"') -and $value.EndsWith('\"')) {")
-	s.Line("                $value = $value.Substring(1, $value.Length - 2)")
-	s.Line("            }")
-	s.Line("            $kubeadmArgs = @($value -split '\\s+' | Where-Object { $_ })")
-	s.Line("        }")
-	s.Line("    }")
-	s.Line("}")
-	s.Line("$imageArgs = %s", powershell.Array(argv[3:]))
-	s.Comment("The kubelet logs to stderr: no line of it may stop this script (and the service).")
-	s.Line("$ErrorActionPreference = 'Continue'")
-	s.Line("& %s @imageArgs @kubeadmArgs", powershell.Quote(kubelet))
-	s.Line("exit $LASTEXITCODE")
-	// Compared as text by Set-KubenodeFile and the self-check, which read
-	// it without a byte-order mark; it is ASCII.
-	return strings.TrimPrefix(string(s.Bytes()), powershell.UTF8BOM)
+	return generalizeTemplates.RenderString("start-kubelet.ps1.tmpl", struct {
+		KubeadmFlags, Kubelet string
+		ImageArgs             []string
+	}{KubeadmFlags: windowsKubeadmFlags, Kubelet: argv[2], ImageArgs: argv[3:]})
 }
 
 // kubeletServiceArgv is the kubelet service's command line: kube-log-runner
@@ -243,50 +199,34 @@ func (p Plan) kubeletServiceArgv() []string {
 	return append(argv[:2:2], windowsPowerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", windowsKubeletWrapper)
 }
 
-// windowsClusterAPISelfCheck adds the Cluster API checks to the self-check.
-func windowsClusterAPISelfCheck(p Plan) func(*powershell.Script) {
+// clusterAPISelfCheckInput is what the self-check's Cluster API part
+// (self-check-cluster-api.ps1.tmpl) prints.
+type clusterAPISelfCheckInput struct {
+	Service, Exe                                      string
+	Configs                                           []cloudbaseInitConfigFile
+	JoinerService, Joiner                             string
+	Wrapper, WrapperText, KubeletService, SentinelDir string
+}
+
+// cloudbaseInitConfigFile is a configuration file as the bake writes it.
+type cloudbaseInitConfigFile struct {
+	Path, Text       string
+	MetadataServices []string
+}
+
+// windowsClusterAPISelfCheck are the Cluster API checks of the self-check.
+func windowsClusterAPISelfCheck(p Plan) *clusterAPISelfCheckInput {
 	service, unattend := p.cloudbaseInitConfigs()
 	ver := p.CloudbaseInit.Version
-	return func(s *powershell.Script) {
-		s.Comment("Cluster API's kubeadm bootstrap (bootstrap = \"cluster-api\"): cloudbase-init, no joiner.")
-		s.Line("Test-KubenodeService -Name %s -StartType 'Manual' -Running $false", powershell.Quote(cloudbaseInitService))
-		s.Line("if (-not (Test-Path -LiteralPath %s -PathType Leaf)) {", powershell.Quote(cloudbaseInitExe))
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote(cloudbaseInitExe+" is missing"))
-		s.Line("}")
-		for _, f := range []struct {
-			path string
-			conf cloudbaseInitConfig
-		}{{cloudbaseInitConf, service}, {cloudbaseInitUnatt, unattend}} {
-			s.Line("if ((Test-Path -LiteralPath %s -PathType Leaf) -and ([System.IO.File]::ReadAllText(%s) -ceq %s)) {",
-				powershell.Quote(f.path), powershell.Quote(f.path), powershell.Quote(f.conf.render(ver)))
-			say(s, "    ", "ok: "+f.path+" (metadata services "+strings.Join(f.conf.MetadataServices, ", ")+")")
-			s.Line("} else {")
-			s.Line("    Add-KubenodeProblem %s", powershell.Quote(f.path+" is missing or not what the bake wrote (metadata_services, plugins)"))
-			s.Line("}")
-		}
-		s.Line("if (Get-Service -Name %s -ErrorAction SilentlyContinue) {", powershell.Quote(units.JoinerServiceName))
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote("service "+units.JoinerServiceName+" is installed (bootstrap = \"cluster-api\" has no joiner)"))
-		s.Line("}")
-		s.Line("if (Test-Path -LiteralPath %s) {", powershell.Quote(units.WindowsJoinerPath))
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote("the joiner "+units.WindowsJoinerPath+" is installed (bootstrap = \"cluster-api\" has none)"))
-		s.Line("}")
-		s.Line("if ((Test-Path -LiteralPath %s -PathType Leaf) -and ([System.IO.File]::ReadAllText(%s) -ceq %s)) {",
-			powershell.Quote(windowsKubeletWrapper), powershell.Quote(windowsKubeletWrapper), powershell.Quote(windowsKubeletWrapperScript()))
-		say(s, "    ", "ok: "+windowsKubeletWrapper)
-		s.Line("} else {")
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote(windowsKubeletWrapper+" is missing or not what the bake wrote"))
-		s.Line("}")
-		s.Line("$kubelet = Get-CimInstance -ClassName Win32_Service -Filter %s", powershell.Quote("Name='"+units.KubeletServiceName+"'"))
-		s.Line("if ($kubelet -and $kubelet.PathName -like %s) {", powershell.Quote("*"+windowsKubeletWrapper+"*"))
-		say(s, "    ", "ok: the kubelet service runs "+windowsKubeletWrapper)
-		s.Line("} else {")
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote("the kubelet service does not run "+windowsKubeletWrapper+", so it would ignore KUBELET_KUBEADM_ARGS"))
-		s.Line("}")
-		s.Line("if (Test-Path -LiteralPath %s -PathType Container) {", powershell.Quote(ClusterAPISentinelDir))
-		say(s, "    ", "ok: "+ClusterAPISentinelDir)
-		s.Line("} else {")
-		s.Line("    Add-KubenodeProblem %s", powershell.Quote(ClusterAPISentinelDir+" is missing (Cluster API's bootstrap writes bootstrap-success.complete there)"))
-		s.Line("}")
+	return &clusterAPISelfCheckInput{
+		Service: cloudbaseInitService, Exe: cloudbaseInitExe,
+		Configs: []cloudbaseInitConfigFile{
+			{Path: cloudbaseInitConf, Text: service.render(ver), MetadataServices: service.MetadataServices},
+			{Path: cloudbaseInitUnatt, Text: unattend.render(ver), MetadataServices: unattend.MetadataServices},
+		},
+		JoinerService: units.JoinerServiceName, Joiner: units.WindowsJoinerPath,
+		Wrapper: windowsKubeletWrapper, WrapperText: windowsKubeletWrapperScript(),
+		KubeletService: units.KubeletServiceName, SentinelDir: ClusterAPISentinelDir,
 	}
 }
 
