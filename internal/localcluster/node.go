@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -85,7 +84,7 @@ var systemctlStandIn []byte
 
 // NodeOptions configure PrepareNode.
 type NodeOptions struct {
-	BinDir string    // from Kubernetes
+	BinDir string    // kubelet, kubeadm (scripts/k8s-binaries.sh)
 	Dir    string    // state: containerd's config and data, the systemctl stand-in, logs
 	Log    io.Writer // progress; nil discards it
 }
@@ -120,7 +119,7 @@ func PrepareNode(ctx context.Context, o NodeOptions) (*Node, error) {
 	// Teardown deletes these: never take over a host that has them.
 	for _, p := range []string{"/etc/kubernetes", "/var/lib/kubelet"} {
 		if _, err := os.Stat(p); err == nil {
-			return nil, fmt.Errorf("%s exists: this host is (or was) a Kubernetes node; if a harness run was interrupted, run `kubeadm reset -f` and remove %s", p, p)
+			return nil, fmt.Errorf("%s exists: this host is (or was) a Kubernetes node; if an earlier run was interrupted, run `kubeadm reset -f` and remove %s", p, p)
 		}
 	}
 	if c, err := net.Dial("unix", nodeCRISocket); err == nil {
@@ -360,7 +359,7 @@ func killAndWait(pid int, alive func() bool) error {
 }
 
 // killShims kills the containerd-shims whose working directory (their
-// bundle) is under stateDir: those of the containerd the harness ran.
+// bundle) is under stateDir: those of the containerd PrepareNode ran.
 func killShims(stateDir string) []error {
 	var errs []error
 	entries, _ := os.ReadDir("/proc")
@@ -442,28 +441,3 @@ func removeKubeIptables() []error {
 }
 
 func isKubeChain(c string) bool { return strings.HasPrefix(c, "KUBE-") || strings.HasPrefix(c, "CNI-") }
-
-// NodeT prepares this host as a node for a test and restores it after.
-func NodeT(t testing.TB, o NodeOptions) *Node {
-	t.Helper()
-	RequireRoot(t)
-	if o.BinDir == "" {
-		o.BinDir = Kubernetes(t)
-	}
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	if o.Log == nil {
-		o.Log = testLog{t}
-	}
-	n, err := PrepareNode(context.Background(), o)
-	if err != nil {
-		t.Fatalf("preparing this host as a node: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := n.Teardown(); err != nil {
-			t.Errorf("restoring the host: %v", err)
-		}
-	})
-	return n
-}

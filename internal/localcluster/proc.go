@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// proc is a daemon the harness started; its output goes to <dir>/<name>.log
+// proc is a daemon this package started; its output goes to <dir>/<name>.log
 // (mode 0600).
 type proc struct {
 	name string

@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"crypto"
@@ -59,7 +59,7 @@ func newEtcdPKI(dir string) (*pki, error) {
 		{name: "server", cn: "kube-etcd", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
 		{name: "peer", cn: "kube-etcd-peer", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
 		{name: "apiserver-etcd-client", cn: "kube-apiserver-etcd-client"},
-		// The harness's own health checks.
+		// The control plane's own health checks.
 		{name: "healthcheck-client", cn: "kube-etcd-healthcheck-client"},
 	})
 }
