@@ -47,6 +47,20 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	})
 }
 
+// Copy replaces dst with a regular file of mode perm holding what src
+// holds.
+func Copy(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return Write(dst, perm, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
 // Place moves tmp, a file written by another program into a directory
 // only the caller can write to (one os.MkdirTemp made), to path with mode
 // perm: the mode is set and the file synced through a descriptor opened

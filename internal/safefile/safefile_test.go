@@ -85,6 +85,22 @@ func TestWriteFailureLeavesTheTarget(t *testing.T) {
 	assert.Equal(t, []string{"f"}, names(t, dir))
 }
 
+// Copy writes a copy of its source with the mode asked for, replacing a
+// link at the destination instead of writing through it.
+func TestCopyReplacesLinks(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.WriteFile(src, []byte("disk"), 0o644))
+	v := victim(t)
+	require.NoError(t, os.Symlink(v, filepath.Join(dir, "dst")))
+	require.NoError(t, Copy(src, filepath.Join(dir, "dst"), 0o600))
+	unchanged(t, v)
+	regular(t, filepath.Join(dir, "dst"), 0o600, "disk")
+	assert.ElementsMatch(t, []string{"src", "dst"}, names(t, dir), "no temporary file left")
+	assert.Error(t, Copy(filepath.Join(dir, "missing"), filepath.Join(dir, "dst2"), 0o600))
+	assert.NoFileExists(t, filepath.Join(dir, "dst2"))
+}
+
 // Place takes a file from a private directory; a link there is refused.
 func TestPlace(t *testing.T) {
 	dir := t.TempDir()
