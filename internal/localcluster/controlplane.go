@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // ControlPlaneOptions configure StartControlPlane.
@@ -417,7 +419,7 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 		return fmt.Errorf("kubeadm version: %w", err)
 	}
 	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
-	if err := os.WriteFile(cfg, []byte(kubeadmConfig(strings.TrimSpace(string(version)), o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
+	if err := safefile.WriteFile(cfg, []byte(kubeadmConfig(strings.TrimSpace(string(version)), o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
 		return fmt.Errorf("kubeadm config: %w", err)
 	}
 	// upload-config kubelet annotates the control-plane Node and waits for
@@ -458,9 +460,10 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 }
 
 // appendFile appends s to the log at path (mode 0600), bootstrap tokens'
-// secrets redacted: kubeadm prints "Using token: <token>".
+// secrets redacted: kubeadm prints "Using token: <token>". A log it cannot
+// open (a link planted at its name, say) is left unwritten.
 func appendFile(path, s string) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := safefile.OpenAppend(path, 0o600)
 	if err != nil {
 		return
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // IgnoredPreflightErrors are the kubeadm join preflight checks that fail on
@@ -157,20 +159,24 @@ func (n *Node) prepare(ctx context.Context) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(o.Dir, "bin"), 0o755); err != nil {
+	// 0700: containerd's data and the logs are this host's as a node.
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return fmt.Errorf("node dir: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(o.Dir, "bin", "systemctl"), systemctlStandIn, 0o755); err != nil {
+	if err := safefile.MkdirAll(o.Dir, "bin", 0o700); err != nil {
+		return fmt.Errorf("node dir: %w", err)
+	}
+	if err := safefile.WriteFile(filepath.Join(o.Dir, "bin", "systemctl"), systemctlStandIn, 0o755); err != nil {
 		return fmt.Errorf("systemctl stand-in: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(nodeCNIConf), 0o755); err != nil {
 		return fmt.Errorf("CNI config: %w", err)
 	}
-	if err := os.WriteFile(nodeCNIConf, []byte(cniConflist), 0o644); err != nil {
+	if err := safefile.WriteFile(nodeCNIConf, []byte(cniConflist), 0o644); err != nil {
 		return fmt.Errorf("CNI config: %w", err)
 	}
 	cfg := filepath.Join(o.Dir, "containerd.toml")
-	if err := os.WriteFile(cfg, []byte(containerdConfig(filepath.Join(o.Dir, "containerd"))), 0o644); err != nil {
+	if err := safefile.WriteFile(cfg, []byte(containerdConfig(filepath.Join(o.Dir, "containerd"))), 0o644); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
 	began := time.Now()
@@ -236,6 +242,8 @@ func readSysctl(name string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// writeSysctl writes to /proc/sys in place: a kernel file, not one to
+// replace.
 func writeSysctl(name, value string) error {
 	if err := os.WriteFile(sysctlPath(name), []byte(value), 0o644); err != nil {
 		return fmt.Errorf("sysctl %s=%s: %w", name, value, err)

@@ -119,6 +119,35 @@ func TestPlace(t *testing.T) {
 	unchanged(t, v)
 }
 
+// OpenAppend appends to its own file and gives it the mode asked for; a
+// link (symbolic or hard) or a FIFO at the name is refused, at once, and
+// nothing is written through it.
+func TestOpenAppendRefusesWhatIsNotItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	for _, line := range []string{"one\n", "two\n"} {
+		f, err := OpenAppend(log, 0o600)
+		require.NoError(t, err)
+		_, err = f.WriteString(line)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	regular(t, log, 0o600, "one\ntwo\n")
+
+	v := victim(t)
+	require.NoError(t, os.Symlink(v, filepath.Join(dir, "symlink")))
+	require.NoError(t, os.Link(v, filepath.Join(dir, "hardlink")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	for _, name := range []string{"symlink", "hardlink", "fifo"} {
+		f, err := OpenAppend(filepath.Join(dir, name), 0o600)
+		if !assert.Error(t, err, name) {
+			f.WriteString("planted\n")
+			f.Close()
+		}
+	}
+	unchanged(t, v)
+}
+
 // MkdirAll makes what is missing and refuses a linked component.
 func TestMkdirAllRefusesLinks(t *testing.T) {
 	root := t.TempDir()
