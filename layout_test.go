@@ -33,9 +33,62 @@ const (
 // Cluster API (and the newer k8s.io it brings) stays out of this module: only
 // cmd/lab/capirender, a module of its own, imports it.
 func TestDependenciesPointOneWay(t *testing.T) {
-	for _, problem := range layoutProblems(packageImports(t)) {
+	for _, problem := range layoutProblems(packageImports(t, true)) {
 		t.Error(problem)
 	}
+}
+
+// TestTestHelpersStayInTests: a package whose non-test files import
+// testing (internal/harness, internal/golden, ...) is a test helper; only
+// tests and other test helpers import it, so no command links testing
+// through code of this module. What a command shares with the tests (the
+// lab's control plane: internal/localcluster) is a plain package the
+// helper wraps.
+func TestTestHelpersStayInTests(t *testing.T) {
+	for _, problem := range testHelperProblems(packageImports(t, false)) {
+		t.Error(problem)
+	}
+}
+
+// testHelperProblems names every package that imports a test helper from
+// a non-test file (production: dir -> import paths of its non-test files)
+// without being a test helper itself.
+func testHelperProblems(production map[string][]string) []string {
+	helpers := map[string]bool{}
+	for dir, deps := range production {
+		if slices.Contains(deps, "testing") {
+			helpers[dir] = true
+		}
+	}
+	if len(helpers) == 0 {
+		return []string{"no test helper found: does internal/harness still import testing?"}
+	}
+	var problems []string
+	for _, dir := range slices.Sorted(maps.Keys(production)) {
+		if helpers[dir] {
+			continue
+		}
+		for _, dep := range production[dir] {
+			if pkg, ok := strings.CutPrefix(dep, ownModule); ok && helpers[pkg] {
+				problems = append(problems, fmt.Sprintf("%s imports the test helper %s outside its tests: move what it needs into a plain package the helper wraps", dir, pkg))
+			}
+		}
+	}
+	return problems
+}
+
+// A command that imports the harness is reported; a helper that imports
+// another, and a test of a command that does, are not.
+func TestTestHelperRuleCanFail(t *testing.T) {
+	helper := map[string][]string{"internal/harness": {"testing", ownModule + "internal/localcluster"}}
+	with := func(dir string, deps ...string) map[string][]string {
+		m := maps.Clone(helper)
+		m[dir] = deps
+		return m
+	}
+	assert.NotEmpty(t, testHelperProblems(with("cmd/lab/lab", ownModule+"internal/harness")), "the lab imports the harness")
+	assert.Empty(t, testHelperProblems(with("cmd/lab/lab", ownModule+"internal/localcluster")), "the lab imports the control plane")
+	assert.Empty(t, testHelperProblems(with("internal/golden", "testing", ownModule+"internal/harness")), "a helper imports a helper")
 }
 
 // The bake's packages the layout rules name.
@@ -131,10 +184,10 @@ func firstTwo(p string) string {
 	return parts[0] + "/" + parts[1] + "/"
 }
 
-// packageImports maps each directory of the module (test files included) to
-// the import paths its Go files name. A directory with a go.mod of its own
+// packageImports maps each directory of the module to the import paths
+// its Go files name, those of its _test.go files too if withTests. A directory with a go.mod of its own
 // (cmd/lab/capirender) is another module and is left out.
-func packageImports(t *testing.T) map[string][]string {
+func packageImports(t *testing.T, withTests bool) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -149,7 +202,7 @@ func packageImports(t *testing.T) map[string][]string {
 				return filepath.SkipDir
 			}
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || !withTests && strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)

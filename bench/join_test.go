@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/localcluster"
 )
 
 // BenchmarkJoin joins this host to a real control plane, once per
@@ -36,24 +37,24 @@ func BenchmarkJoin(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cp := harness.ControlPlaneT(b, harness.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
+	cp := harness.ControlPlaneT(b, localcluster.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
 	kubectl := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	const node = "kubenode-bench"
 	var ignore []string // kubeadm and joiner flags for what this host cannot pass
-	if len(harness.IgnoredPreflightErrors) > 0 {
-		ignore = []string{"--ignore-preflight-errors", strings.Join(harness.IgnoredPreflightErrors, ",")}
+	if len(localcluster.IgnoredPreflightErrors) > 0 {
+		ignore = []string{"--ignore-preflight-errors", strings.Join(localcluster.IgnoredPreflightErrors, ",")}
 	}
 
 	// each runs one join on a freshly prepared node; join returns the peak
 	// RSS (KiB) of the process it ran, once the Node is Ready.
-	each := func(b *testing.B, join func(n *harness.Node, i int) int64) {
+	each := func(b *testing.B, join func(n *localcluster.Node, i int) int64) {
 		var rssKB int64
 		b.StopTimer()
 		for i := 0; i < b.N; i++ {
-			n, err := harness.PrepareNode(context.Background(), harness.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
+			n, err := localcluster.PrepareNode(context.Background(), localcluster.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func BenchmarkJoin(b *testing.B) {
 		}
 		b.ReportMetric(float64(rssKB)/1024, "peak-RSS-MB")
 	}
-	run := func(n *harness.Node, name string, args ...string) int64 {
+	run := func(n *localcluster.Node, name string, args ...string) int64 {
 		cmd := exec.Command(name, args...)
 		cmd.Env = n.Env()
 		var out bytes.Buffer
@@ -89,7 +90,7 @@ func BenchmarkJoin(b *testing.B) {
 		return <-peak
 	}
 	// token makes a token outside the timer.
-	token := func(n *harness.Node, i int) string {
+	token := func(n *localcluster.Node, i int) string {
 		b.StopTimer()
 		defer b.StartTimer()
 		path := filepath.Join(dir, "join.yaml")
@@ -99,7 +100,7 @@ func BenchmarkJoin(b *testing.B) {
 	}
 
 	b.Run("kubeadm", func(b *testing.B) {
-		each(b, func(n *harness.Node, i int) int64 {
+		each(b, func(n *localcluster.Node, i int) int64 {
 			path := token(n, i)
 			cfg, _ := os.ReadFile(path)
 			var tok, hash string
@@ -127,7 +128,7 @@ func BenchmarkJoin(b *testing.B) {
 		})
 	})
 	b.Run("joiner", func(b *testing.B) {
-		each(b, func(n *harness.Node, i int) int64 {
+		each(b, func(n *localcluster.Node, i int) int64 {
 			path := token(n, i)
 			return run(n, joiner, "join", "--config", path, "--log-file", filepath.Join(dir, "joiner.log"))
 		})

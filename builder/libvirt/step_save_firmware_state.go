@@ -3,7 +3,6 @@ package libvirt
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // Where libvirt keeps a domain's vTPM state (by UUID) and UEFI variables.
@@ -74,7 +75,7 @@ func saveFirmwareState(d Driver, name, dir string) ([]string, error) {
 	var saved []string
 	if nvram := nvramPath(&dom); nvram != "" {
 		dst := filepath.Join(dir, efiVarsFile)
-		if err := copyFile(nvram, dst); err != nil {
+		if err := safefile.Copy(nvram, dst, 0o600); err != nil {
 			return saved, fmt.Errorf("EFI variables: %w", err)
 		}
 		saved = append(saved, dst)
@@ -106,23 +107,6 @@ func nvramPath(dom *libvirtxml.Domain) string {
 	return ""
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -133,6 +117,6 @@ func copyTree(src, dst string) error {
 		if e.IsDir() {
 			return os.MkdirAll(target, 0o700)
 		}
-		return copyFile(p, target)
+		return safefile.Copy(p, target, 0o600)
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/localcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,8 @@ const kubeletConf = "/etc/kubernetes/kubelet.conf"
 type cluster struct {
 	t      *testing.T
 	joiner string
-	cp     *harness.ControlPlane
-	node   *harness.Node
+	cp     *localcluster.ControlPlane
+	node   *localcluster.Node
 	bin    string
 	dir    string
 }
@@ -40,8 +41,8 @@ func newCluster(t *testing.T) *cluster {
 	bin := harness.Kubernetes(t)
 	dir := t.TempDir()
 	joiner := harness.JoinerAsReleased(t, filepath.Join(dir, "joiner"))
-	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
-	node := harness.NodeT(t, harness.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
+	cp := harness.ControlPlaneT(t, localcluster.ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
+	node := harness.NodeT(t, localcluster.NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
 	return &cluster{t: t, joiner: joiner, cp: cp, node: node, bin: bin, dir: dir}
 }
 
@@ -72,7 +73,7 @@ func (c *cluster) token(name string, extra ...string) string {
 		"--label", "example.com/pool=lab", "--label", "kubenode.io/image=debian-12",
 		"--taint", "example.com/dedicated=kubenode:NoSchedule",
 		"--discovery-timeout", "2m", "--node-ready-timeout", "2m"}, extra...)
-	for _, check := range harness.IgnoredPreflightErrors {
+	for _, check := range localcluster.IgnoredPreflightErrors {
 		args = append(args, "--ignore-preflight-errors", check)
 	}
 	_, err := c.run(context.Background(), args...)
@@ -199,9 +200,9 @@ func TestJoinRealControlPlane(t *testing.T) {
 		c.reset(t)
 		// Without the harness's bridge config, containerd reports the pod
 		// network not ready and so does the kubelet.
-		aside := filepath.Join(c.dir, filepath.Base(harnessCNIConf))
-		require.NoError(t, os.Rename(harnessCNIConf, aside))
-		t.Cleanup(func() { require.NoError(t, os.Rename(aside, harnessCNIConf)) })
+		aside := filepath.Join(c.dir, filepath.Base(localClusterCNIConf))
+		require.NoError(t, os.Rename(localClusterCNIConf, aside))
+		t.Cleanup(func() { require.NoError(t, os.Rename(aside, localClusterCNIConf)) })
 		path := c.token("not-ready.yaml")
 
 		out, err := c.run(ctx, "join", "--config", path, "--node-ready-timeout", "30s", "--log-file", filepath.Join(c.dir, "not-ready.log"))
@@ -228,8 +229,8 @@ func TestJoinRealControlPlane(t *testing.T) {
 	})
 }
 
-// harnessCNIConf is the bridge CNI config harness.PrepareNode writes.
-const harnessCNIConf = "/etc/cni/net.d/10-kubenode-harness.conflist"
+// localClusterCNIConf is the bridge CNI config localcluster.PrepareNode writes.
+const localClusterCNIConf = "/etc/cni/net.d/10-kubenode-harness.conflist"
 
 // reset undoes the join of this host (as the harness's Teardown does) and
 // deletes its Node, so that the host can join again.

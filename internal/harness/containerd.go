@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // requireTools fails the test unless every binary is on PATH.
@@ -179,28 +180,11 @@ func ContainerDiskFromArchive(t testing.TB, archive string) ContainerDisk {
 		t.Fatalf("%s: %s is owned by %d:%d, want 107:107 (KubeVirt's qemu user)", cd.Ref, disks[0].Path, disks[0].UID, disks[0].GID)
 	}
 	cd.Disk = filepath.Join(t.TempDir(), filepath.Base(disks[0].Path))
-	if err := copyOut(filepath.Join(mnt, disks[0].Path), cd.Disk); err != nil {
+	if err := safefile.Copy(filepath.Join(mnt, disks[0].Path), cd.Disk, 0o600); err != nil {
 		t.Fatalf("copying %s out of the image: %v", disks[0].Path, err)
 	}
 	if out, err := exec.Command("qemu-img", "check", cd.Disk).CombinedOutput(); err != nil {
 		t.Fatalf("qemu-img check %s (from %s): %v\n%s", cd.Disk, cd.Ref, err, out)
 	}
 	return cd
-}
-
-func copyOut(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

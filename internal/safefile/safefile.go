@@ -47,6 +47,20 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	})
 }
 
+// Copy replaces dst with a regular file of mode perm holding what src
+// holds.
+func Copy(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return Write(dst, perm, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
 // Place moves tmp, a file written by another program into a directory
 // only the caller can write to (one os.MkdirTemp made), to path with mode
 // perm: the mode is set and the file synced through a descriptor opened
@@ -66,6 +80,31 @@ func Place(tmp, path string, perm os.FileMode) error {
 		return fmt.Errorf("%s is not a regular file (%s)", tmp, st.Mode())
 	}
 	return finish(f, path, perm)
+}
+
+// OpenAppend opens path to append to it, creating it with mode perm if it
+// is missing: a log that grows over several runs, or that a child process
+// writes through the descriptor. Nothing at path is followed: a link there
+// is refused, and so is anything but a regular file of a single name (a
+// hard link to someone else's file has two); the file gets perm on the
+// open descriptor.
+func OpenAppend(path string, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|noBlock, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && (!st.Mode().IsRegular() || linkCount(st) > 1) {
+		err = fmt.Errorf("%s is not a regular file of a single name (%s): refusing to write through it", path, st.Mode())
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // MkdirAll makes the directories of rel (relative, slash- or

@@ -85,6 +85,22 @@ func TestWriteFailureLeavesTheTarget(t *testing.T) {
 	assert.Equal(t, []string{"f"}, names(t, dir))
 }
 
+// Copy writes a copy of its source with the mode asked for, replacing a
+// link at the destination instead of writing through it.
+func TestCopyReplacesLinks(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.WriteFile(src, []byte("disk"), 0o644))
+	v := victim(t)
+	require.NoError(t, os.Symlink(v, filepath.Join(dir, "dst")))
+	require.NoError(t, Copy(src, filepath.Join(dir, "dst"), 0o600))
+	unchanged(t, v)
+	regular(t, filepath.Join(dir, "dst"), 0o600, "disk")
+	assert.ElementsMatch(t, []string{"src", "dst"}, names(t, dir), "no temporary file left")
+	assert.Error(t, Copy(filepath.Join(dir, "missing"), filepath.Join(dir, "dst2"), 0o600))
+	assert.NoFileExists(t, filepath.Join(dir, "dst2"))
+}
+
 // Place takes a file from a private directory; a link there is refused.
 func TestPlace(t *testing.T) {
 	dir := t.TempDir()
@@ -100,6 +116,35 @@ func TestPlace(t *testing.T) {
 
 	require.NoError(t, os.Symlink(v, filepath.Join(work, "link")))
 	assert.Error(t, Place(filepath.Join(work, "link"), filepath.Join(dir, "out2"), 0o600))
+	unchanged(t, v)
+}
+
+// OpenAppend appends to its own file and gives it the mode asked for; a
+// link (symbolic or hard) or a FIFO at the name is refused, at once, and
+// nothing is written through it.
+func TestOpenAppendRefusesWhatIsNotItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	for _, line := range []string{"one\n", "two\n"} {
+		f, err := OpenAppend(log, 0o600)
+		require.NoError(t, err)
+		_, err = f.WriteString(line)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	regular(t, log, 0o600, "one\ntwo\n")
+
+	v := victim(t)
+	require.NoError(t, os.Symlink(v, filepath.Join(dir, "symlink")))
+	require.NoError(t, os.Link(v, filepath.Join(dir, "hardlink")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	for _, name := range []string{"symlink", "hardlink", "fifo"} {
+		f, err := OpenAppend(filepath.Join(dir, name), 0o600)
+		if !assert.Error(t, err, name) {
+			f.WriteString("planted\n")
+			f.Close()
+		}
+	}
 	unchanged(t, v)
 }
 

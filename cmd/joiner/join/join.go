@@ -2,12 +2,20 @@
 // command run by the node's first-boot service. It is a linear list of
 // phases (see Phases); each checks before it acts, so running it again on a
 // joined node changes nothing.
+//
+// Each group of phases has a file of its own: phases_config.go (config,
+// already-joined), phases_discovery.go, phases_hosts.go,
+// phases_preflight.go, phases_kubeadm.go (kubeadm-config, kubeadm-join),
+// phases_kubelet.go (kubelet-prepare, kubelet-service), phases_node.go
+// (node-ready, node-registration) and phases_cleanup.go. What they share:
+// poll.go (the waits), kubeadm.go (kubeadm's configuration APIs), clock.go
+// (the clock-skew check of discovery), and the Host each OS provides in
+// host_other.go and host_windows.go.
 package join
 
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +49,7 @@ type Options struct {
 	NewClient func(*rest.Config) (kubernetes.Interface, error)
 	// Interval is how often waits poll.
 	Interval time.Duration
-	// OS hooks; the defaults are this OS's (os_linux.go, os_windows.go).
+	// OS hooks; the defaults are this OS's (host_other.go, host_windows.go).
 	Host Host
 }
 
@@ -52,7 +60,7 @@ type Host interface {
 	Preflight(cfg *config.Config) error
 	// DialCRI checks the container runtime endpoint answers.
 	DialCRI(ctx context.Context, endpoint string) error
-	// Version runs `path args...` and returns its trimmed stdout.
+	// Output runs `path args...` and returns its trimmed stdout.
 	Output(ctx context.Context, env []string, path string, args ...string) (string, error)
 	// Run runs a program, streaming its output to w.
 	Run(ctx context.Context, env []string, w io.Writer, path string, args ...string) error
@@ -153,16 +161,4 @@ func Run(ctx context.Context, opts Options) error {
 		fmt.Fprintf(opts.Log, "node %s joined the cluster and is Ready\n", d.cfg.NodeName)
 	}
 	return nil
-}
-
-// errPermanent marks an error a retry cannot fix.
-type errPermanent struct{ error }
-
-func (e errPermanent) Unwrap() error { return e.error }
-
-func permanent(err error) error { return errPermanent{err} }
-
-func isPermanent(err error) bool {
-	var p errPermanent
-	return errors.As(err, &p)
 }

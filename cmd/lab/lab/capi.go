@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 )
 
@@ -109,7 +110,7 @@ func (l *Lab) renderBootstrap(ctx context.Context, n *Node, subnet int) error {
 		return err
 	}
 	conflist := filepath.Join(l.opts.WorkDir, n.Name+"-conflist.json")
-	if err := os.WriteFile(conflist, []byte(linux.BridgeConflist(fmt.Sprintf("10.85.%d.0/24", subnet))), 0o644); err != nil {
+	if err := safefile.WriteFile(conflist, []byte(linux.BridgeConflist(fmt.Sprintf("10.85.%d.0/24", subnet))), 0o644); err != nil {
 		return err
 	}
 	userData := filepath.Join(l.opts.WorkDir, n.Name+"-user-data")

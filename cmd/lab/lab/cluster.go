@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
+	"github.com/kubenode/packer-plugin-kubenode/internal/localcluster"
 )
 
 // guestHost is this machine as a QEMU user-networking guest sees it: QEMU
@@ -35,7 +35,7 @@ func (l *Lab) cluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{
+	cp, err := localcluster.StartControlPlane(ctx, localcluster.ControlPlaneOptions{
 		BinDir: l.opts.KubernetesDir,
 		Dir:    filepath.Join(l.opts.WorkDir, "control-plane"),
 		Port:   port,

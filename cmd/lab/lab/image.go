@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/post-processor/export"
 )
@@ -54,7 +55,7 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1",
 		// packer's own temporary files go under the work dir, removed by Close.
 		"TMPDIR="+filepath.Join(o.WorkDir, "tmp"))
-	if err := os.MkdirAll(filepath.Join(o.WorkDir, "tmp"), 0o700); err != nil {
+	if err := safefile.MkdirAll(o.WorkDir, "tmp", 0o700); err != nil {
 		return err
 	}
 	install := exec.CommandContext(ctx, o.Packer, "plugins", "install", "--path", o.Plugin, "github.com/kubenode/kubenode")

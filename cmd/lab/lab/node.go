@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // LabVMLabel names, on a node booted with Options.JoinSeedOnly, the VM it
@@ -281,7 +283,7 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []string{iso}, autounattend.WriteISOFile(iso, disc)
+		return []string{iso}, writeISO(iso, disc)
 	}
 	if l.opts.JoinSeedOnly {
 		return []string{n.seedISO}, nil
@@ -300,10 +302,15 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 		return nil, fmt.Errorf("cloud-init seed: %w", err)
 	}
 	cidataISO := filepath.Join(l.opts.WorkDir, n.Name+"-cidata.iso")
-	if err := autounattend.WriteISOFile(cidataISO, cidata); err != nil {
+	if err := writeISO(cidataISO, cidata); err != nil {
 		return nil, err
 	}
 	return []string{cidataISO, n.seedISO}, nil
+}
+
+// writeISO writes a seed disc (mode 0600) through safefile.
+func writeISO(path string, d autounattend.Disc) error {
+	return safefile.Write(path, 0o600, func(w io.Writer) error { return autounattend.WriteISO(w, d) })
 }
 
 // waitReady waits until every node exists, is Ready and carries every

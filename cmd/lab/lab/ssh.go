@@ -7,13 +7,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 	"github.com/kubenode/packer-plugin-kubenode/internal/tick"
 )
 
@@ -226,7 +226,7 @@ func newSSHKey(file string) (ssh.Signer, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := safefile.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
 		return nil, "", err
 	}
 	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " kubenode-lab", nil

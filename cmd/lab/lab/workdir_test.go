@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 )
 
 // A -work-dir that does not exist yet is made 0700, as the default one
@@ -35,4 +37,30 @@ func TestNewWorkDirIsItsOwnersOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "a directory made for it")
 	require.NoError(t, l.Close())
+}
+
+// A link planted in the work directory at the name of a file the lab
+// writes (its SSH key, a seed disc) is replaced by the lab's own file: the
+// link's target keeps what it held.
+func TestLinksInTheWorkDirAreNotWrittenThrough(t *testing.T) {
+	work := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("precious"), 0o644))
+	key := filepath.Join(work, "id_ed25519")
+	iso := filepath.Join(work, "kubenode-lab-x-1-cidata.iso")
+	for _, p := range []string{key, iso} {
+		require.NoError(t, os.Symlink(victim, p))
+	}
+	_, _, err := newSSHKey(key)
+	require.NoError(t, err)
+	require.NoError(t, writeISO(iso, autounattend.Disc{Label: "cidata", Files: []autounattend.File{{Name: "meta-data", Data: []byte("instance-id: iid-node\n")}}}))
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "precious", string(b), "the link's target")
+	for _, p := range []string{key, iso} {
+		fi, err := os.Lstat(p)
+		require.NoError(t, err)
+		assert.True(t, fi.Mode().IsRegular(), "%s: %s", p, fi.Mode())
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), p)
+	}
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package harness
+package localcluster
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // Pending with no condition), and the scheduler holds its lease.
 func TestControlPlaneSchedules(t *testing.T) {
 	began := time.Now()
-	cp := ControlPlaneT(t, ControlPlaneOptions{})
+	cp := controlPlaneT(t, ControlPlaneOptions{})
 	t.Logf("control plane up in %s", time.Since(began).Round(100*time.Millisecond))
 	ctx := context.Background()
 

@@ -1,4 +1,11 @@
-package harness
+// Package localcluster runs a Kubernetes cluster on this host: a control
+// plane of etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+// on 127.0.0.1, made joinable by kubeadm's own init phases, and this host
+// made ready to join it as a worker. The lab runs its control plane; the
+// integration tests run both (internal/harness wraps them for a test).
+// Every function returns its errors and takes a context or a log writer;
+// nothing here knows about testing.
+package localcluster
 
 import (
 	"context"
@@ -15,28 +22,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testing"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
-
-// Kubernetes returns the directory of the cached Kubernetes binaries
-// (kubeadm, kubelet, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kubectl, etcd), building them (~12 min cold) if needed.
-func Kubernetes(t testing.TB) string {
-	t.Helper()
-	return script(t, "k8s-binaries.sh")
-}
-
-// KubernetesRelease is Kubernetes for another release, vX.Y.Z, cached by
-// version beside the default one.
-func KubernetesRelease(t testing.TB, version string) string {
-	t.Helper()
-	return script(t, "k8s-binaries.sh", version)
-}
 
 // ControlPlaneOptions configure StartControlPlane.
 type ControlPlaneOptions struct {
-	BinDir string // from Kubernetes
+	BinDir string // etcd, kube-apiserver, ..., kubeadm, kubectl (scripts/k8s-binaries.sh)
 	Dir    string // state: pki/, etcd data, kubeconfigs, one log per process
 	// ExtraSANs are more names or IPs on the API server's certificate (e.g.
 	// 10.0.2.2, this host as a QEMU user-net guest sees it).
@@ -44,7 +37,7 @@ type ControlPlaneOptions struct {
 	// ServerURL is the API server URL joining nodes are given: it goes into
 	// cluster-info and kubeadm's controlPlaneEndpoint. Default
 	// https://127.0.0.1:<port>. The admin kubeconfig keeps 127.0.0.1, since
-	// the harness talks to the API server from this host, where a URL meant
+	// the caller talks to the API server from this host, where a URL meant
 	// for a guest (10.0.2.2) does not route.
 	ServerURL string
 	// Port of the API server; 0 picks a free one.
@@ -303,7 +296,7 @@ func StartControlPlane(ctx context.Context, o ControlPlaneOptions) (_ *ControlPl
 // SchedulerLease is the Lease kube-scheduler holds while it leads.
 const SchedulerLease = "kube-system/kube-scheduler"
 
-// Lease is what the harness reads of a coordination.k8s.io/v1 Lease.
+// Lease is what SchedulerLease reads of a coordination.k8s.io/v1 Lease.
 type Lease struct {
 	HolderIdentity       string
 	LeaseDurationSeconds int
@@ -426,7 +419,7 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 		return fmt.Errorf("kubeadm version: %w", err)
 	}
 	cfg := filepath.Join(o.Dir, "kubeadm.yaml")
-	if err := os.WriteFile(cfg, []byte(kubeadmConfig(strings.TrimSpace(string(version)), o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
+	if err := safefile.WriteFile(cfg, []byte(kubeadmConfig(strings.TrimSpace(string(version)), o.Port, placeholder, serverURL.Host, filepath.Join(o.Dir, "pki"), o.KubeletCgroupDriver)), 0o600); err != nil {
 		return fmt.Errorf("kubeadm config: %w", err)
 	}
 	// upload-config kubelet annotates the control-plane Node and waits for
@@ -467,9 +460,10 @@ func (cp *ControlPlane) kubeadmPhases(ctx context.Context) error {
 }
 
 // appendFile appends s to the log at path (mode 0600), bootstrap tokens'
-// secrets redacted: kubeadm prints "Using token: <token>".
+// secrets redacted: kubeadm prints "Using token: <token>". A log it cannot
+// open (a link planted at its name, say) is left unwritten.
 func appendFile(path, s string) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := safefile.OpenAppend(path, 0o600)
 	if err != nil {
 		return
 	}
@@ -548,33 +542,4 @@ func (cp *ControlPlane) Stop() error {
 	cp.apiserver.stop()
 	cp.etcd.stop()
 	return nil
-}
-
-// ControlPlaneT starts a control plane for a test, stopped at its end.
-func ControlPlaneT(t testing.TB, o ControlPlaneOptions) *ControlPlane {
-	t.Helper()
-	RequireRoot(t)
-	if o.BinDir == "" {
-		o.BinDir = Kubernetes(t)
-	}
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	if o.Log == nil {
-		o.Log = testLog{t}
-	}
-	cp, err := StartControlPlane(context.Background(), o)
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { cp.Stop() })
-	return cp
-}
-
-// testLog writes to the test's log.
-type testLog struct{ t testing.TB }
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
-// proc is a daemon the harness started; its output goes to <dir>/<name>.log
-// (mode 0600).
+// proc is a daemon this package started; its output goes to <dir>/<name>.log
+// (mode 0600, appended to when the daemon is started again).
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -27,7 +29,7 @@ type proc struct {
 // anything it forked, and nothing else.
 func start(dir, name string, argv []string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := safefile.OpenAppend(logPath, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log of %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"bytes"
@@ -14,8 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // IgnoredPreflightErrors are the kubeadm join preflight checks that fail on
@@ -85,7 +86,7 @@ var systemctlStandIn []byte
 
 // NodeOptions configure PrepareNode.
 type NodeOptions struct {
-	BinDir string    // from Kubernetes
+	BinDir string    // kubelet, kubeadm (scripts/k8s-binaries.sh)
 	Dir    string    // state: containerd's config and data, the systemctl stand-in, logs
 	Log    io.Writer // progress; nil discards it
 }
@@ -120,7 +121,7 @@ func PrepareNode(ctx context.Context, o NodeOptions) (*Node, error) {
 	// Teardown deletes these: never take over a host that has them.
 	for _, p := range []string{"/etc/kubernetes", "/var/lib/kubelet"} {
 		if _, err := os.Stat(p); err == nil {
-			return nil, fmt.Errorf("%s exists: this host is (or was) a Kubernetes node; if a harness run was interrupted, run `kubeadm reset -f` and remove %s", p, p)
+			return nil, fmt.Errorf("%s exists: this host is (or was) a Kubernetes node; if an earlier run was interrupted, run `kubeadm reset -f` and remove %s", p, p)
 		}
 	}
 	if c, err := net.Dial("unix", nodeCRISocket); err == nil {
@@ -158,20 +159,24 @@ func (n *Node) prepare(ctx context.Context) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(o.Dir, "bin"), 0o755); err != nil {
+	// 0700: containerd's data and the logs are this host's as a node.
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return fmt.Errorf("node dir: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(o.Dir, "bin", "systemctl"), systemctlStandIn, 0o755); err != nil {
+	if err := safefile.MkdirAll(o.Dir, "bin", 0o700); err != nil {
+		return fmt.Errorf("node dir: %w", err)
+	}
+	if err := safefile.WriteFile(filepath.Join(o.Dir, "bin", "systemctl"), systemctlStandIn, 0o755); err != nil {
 		return fmt.Errorf("systemctl stand-in: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(nodeCNIConf), 0o755); err != nil {
 		return fmt.Errorf("CNI config: %w", err)
 	}
-	if err := os.WriteFile(nodeCNIConf, []byte(cniConflist), 0o644); err != nil {
+	if err := safefile.WriteFile(nodeCNIConf, []byte(cniConflist), 0o644); err != nil {
 		return fmt.Errorf("CNI config: %w", err)
 	}
 	cfg := filepath.Join(o.Dir, "containerd.toml")
-	if err := os.WriteFile(cfg, []byte(containerdConfig(filepath.Join(o.Dir, "containerd"))), 0o644); err != nil {
+	if err := safefile.WriteFile(cfg, []byte(containerdConfig(filepath.Join(o.Dir, "containerd"))), 0o644); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
 	began := time.Now()
@@ -237,6 +242,8 @@ func readSysctl(name string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// writeSysctl writes to /proc/sys in place: a kernel file, not one to
+// replace.
 func writeSysctl(name, value string) error {
 	if err := os.WriteFile(sysctlPath(name), []byte(value), 0o644); err != nil {
 		return fmt.Errorf("sysctl %s=%s: %w", name, value, err)
@@ -360,7 +367,7 @@ func killAndWait(pid int, alive func() bool) error {
 }
 
 // killShims kills the containerd-shims whose working directory (their
-// bundle) is under stateDir: those of the containerd the harness ran.
+// bundle) is under stateDir: those of the containerd PrepareNode ran.
 func killShims(stateDir string) []error {
 	var errs []error
 	entries, _ := os.ReadDir("/proc")
@@ -442,28 +449,3 @@ func removeKubeIptables() []error {
 }
 
 func isKubeChain(c string) bool { return strings.HasPrefix(c, "KUBE-") || strings.HasPrefix(c, "CNI-") }
-
-// NodeT prepares this host as a node for a test and restores it after.
-func NodeT(t testing.TB, o NodeOptions) *Node {
-	t.Helper()
-	RequireRoot(t)
-	if o.BinDir == "" {
-		o.BinDir = Kubernetes(t)
-	}
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	if o.Log == nil {
-		o.Log = testLog{t}
-	}
-	n, err := PrepareNode(context.Background(), o)
-	if err != nil {
-		t.Fatalf("preparing this host as a node: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := n.Teardown(); err != nil {
-			t.Errorf("restoring the host: %v", err)
-		}
-	})
-	return n
-}

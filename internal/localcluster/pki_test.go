@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"crypto/tls"

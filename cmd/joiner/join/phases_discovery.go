@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -184,4 +185,16 @@ func signedClusterInfo(ctx context.Context, client kubernetes.Interface, token s
 func tokenID(token string) string {
 	id, _, _ := strings.Cut(token, ".")
 	return id
+}
+
+func isLoopback(serverURL string) bool {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return false
+	}
+	if u.Hostname() == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }

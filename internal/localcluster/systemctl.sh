@@ -1,5 +1,6 @@
 #!/bin/bash
-# systemctl for the kubenode test harness, on a host without systemd.
+# systemctl for this host made a node (localcluster.PrepareNode), which has
+# no systemd.
 # kubeadm (and the joiner) run `systemctl restart kubelet` and friends when a
 # systemctl is on PATH; this one runs the kubelet the way kubeadm's
 # 10-kubeadm.conf drop-in would, tracked by a PID file. Other units are not
@@ -63,9 +64,9 @@ case "$verb" in
   is-active) if running; then echo active; else echo inactive; exit 3; fi ;;
   is-enabled) echo enabled ;;
   status)
-    echo "* kubelet.service - kubelet (kubenode test harness)"
+    echo "* kubelet.service - kubelet (kubenode localcluster)"
     echo "     Loaded: loaded ($0)"
     if running; then echo "     Active: active (running), PID $(cat "$pidfile")"; else echo "     Active: inactive (dead)"; exit 3; fi ;;
   enable | disable | daemon-reload | reset-failed) ;;
-  *) echo "systemctl (kubenode harness): $verb is not supported for kubelet" >&2; exit 1 ;;
+  *) echo "systemctl (kubenode localcluster): $verb is not supported for kubelet" >&2; exit 1 ;;
 esac

@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"crypto"
@@ -15,9 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
 // pki writes a cluster's certificates into dir with kubeadm's file names
+// (each through safefile: never through a link planted at the name)
 // (ca.crt, ca.key, apiserver.crt, sa.key, ...), since kubeadm's phases read
 // the CA from certificatesDir. ECDSA P-256 keeps it to milliseconds.
 type pki struct {
@@ -59,14 +62,16 @@ func newEtcdPKI(dir string) (*pki, error) {
 		{name: "server", cn: "kube-etcd", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
 		{name: "peer", cn: "kube-etcd-peer", sans: []string{"127.0.0.1", "localhost"}, alsoClient: true},
 		{name: "apiserver-etcd-client", cn: "kube-apiserver-etcd-client"},
-		// The harness's own health checks.
+		// The control plane's own health checks.
 		{name: "healthcheck-client", cn: "kube-etcd-healthcheck-client"},
 	})
 }
 
 // newCA makes a CA named cn in dir and the leaves it signs.
 func newCA(dir, cn string, leaves []leaf) (*pki, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Its parent exists (the control plane's directory, or pki/ for
+	// etcd's); a link at its name is refused, not followed.
+	if err := safefile.MkdirAll(filepath.Dir(dir), filepath.Base(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -142,10 +147,10 @@ func (p *pki) write(name string, der []byte, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(p.path(name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := safefile.WriteFile(p.path(name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(p.path(name+".key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return safefile.WriteFile(p.path(name+".key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 // serviceAccountKey writes sa.key and sa.pub, the pair that signs and
@@ -163,10 +168,10 @@ func (p *pki) serviceAccountKey() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(p.path("sa.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := safefile.WriteFile(p.path("sa.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(p.path("sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
+	return safefile.WriteFile(p.path("sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
 }
 
 // kubeconfig writes a kubeconfig for server that authenticates with the
@@ -197,7 +202,7 @@ users:
     client-certificate-data: %s
     client-key-data: %s
 `, server, data[0], name, name, name, name, data[1], data[2])
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	if err := safefile.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package harness
+package localcluster
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The harness's logs hold what kubeadm prints, "Using token: <token>"
+// The control plane's logs hold what kubeadm prints, "Using token: <token>"
 // among it: each is 0600, in a 0700 directory, with the token's secret
 // redacted.
 func TestLogsAreTheirOwnersOnlyAndHoldNoTokenSecret(t *testing.T) {

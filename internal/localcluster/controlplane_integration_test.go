@@ -1,6 +1,6 @@
 //go:build integration
 
-package harness
+package localcluster
 
 import (
 	"context"
@@ -22,12 +22,12 @@ import (
 	"time"
 )
 
-// TestPlainKubeadmJoin: the harness's control plane takes this host as a
+// TestPlainKubeadmJoin: the local control plane takes this host as a
 // node with the real `kubeadm join` (token + CA hash discovery), the Node
 // becomes Ready, and Teardown puts the host back as it was.
 func TestPlainKubeadmJoin(t *testing.T) {
-	RequireRoot(t)
-	bin := Kubernetes(t)
+	requireRoot(t)
+	bin := kubernetes(t)
 	kubeadm := filepath.Join(bin, "kubeadm")
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -35,9 +35,9 @@ func TestPlainKubeadmJoin(t *testing.T) {
 	before := hostState()
 
 	began := time.Now()
-	cp := ControlPlaneT(t, ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
+	cp := controlPlaneT(t, ControlPlaneOptions{BinDir: bin, Dir: filepath.Join(dir, "cp")})
 	t.Logf("control plane up in %s", time.Since(began).Round(100*time.Millisecond))
-	n := NodeT(t, NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
+	n := nodeT(t, NodeOptions{BinDir: bin, Dir: filepath.Join(dir, "node")})
 
 	out, err := exec.Command(kubeadm, "token", "create", "--kubeconfig", cp.AdminKubeconfig).Output()
 	if err != nil {
@@ -115,7 +115,7 @@ func TestPlainKubeadmJoin(t *testing.T) {
 // certificate, not a certificate of the cluster CA (which signs every
 // node's); the API server, holding one, works.
 func TestControlPlaneEtcdNeedsAClientCertificate(t *testing.T) {
-	cp := ControlPlaneT(t, ControlPlaneOptions{})
+	cp := controlPlaneT(t, ControlPlaneOptions{})
 	ctx := context.Background()
 	u, err := url.Parse(cp.etcdURL)
 	if err != nil || u.Scheme != "https" {
