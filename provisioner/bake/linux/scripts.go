@@ -21,8 +21,9 @@ var scriptFiles embed.FS
 
 var scripts *scripttmpl.Set
 
-// The templates' functions render scripts too (a unit's script written by
-// a step): they are parsed after the package's variables are set.
+// Parsed in init rather than in the variable's initializer: some of the
+// templates' functions (HostnameScript, LockScript, GrowrootScript) render
+// a template themselves, a cycle no initializer may hold.
 func init() {
 	scripts = scripttmpl.MustParse(scriptFiles, "scripts/*.sh.tmpl", scriptFuncs(), safeFuncs()...)
 }
@@ -70,9 +71,10 @@ var fixed = map[string]string{
 	"caFileName":               node.CAFileName,
 }
 
-// plainFixed is what a fixed fragment may hold: no quote, no $, no
-// backslash, no glob, nothing the shell reads in or out of quotes.
-var plainFixed = regexp.MustCompile(`^[A-Za-z0-9 _./:@+=,()\[\]^?|-]+$`)
+// plainFixed is what a fixed fragment may hold: words and the spaces
+// between them, nothing the shell reads otherwise in or out of quotes (no
+// quote, $, backslash or glob).
+var plainFixed = regexp.MustCompile(`^[A-Za-z0-9 _./:@+=,-]+$`)
 
 // plainWord is what bare prints: one word the shell reads as it is.
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@+=,-]+$`)

@@ -1,6 +1,6 @@
 // Package linux turns the description of a node into the steps of a Linux
-// guest, POSIX shell scripts (Steps, in order), and runs them over SSH
-// (Run).
+// guest, POSIX shell scripts rendered from the template files in scripts/
+// (Steps, in order), and runs them over SSH (Run).
 package linux
 
 import (
@@ -123,6 +123,47 @@ func Steps(p Plan) []node.Step {
 	return append(steps, node.Step{Name: "cleanup", Script: cleanup(p)})
 }
 
+// Each step's script is its template, scripts/STEP.sh.tmpl, rendered
+// from the plan or from a small input of its own (the other steps' are
+// in the files of their features).
+
+func prerequisites(p Plan) []byte { return render("prerequisites.sh.tmpl", p) }
+
+func kernel() []byte { return render("kernel.sh.tmpl", nil) }
+
+func containerd(p Plan) []byte { return render("containerd.sh.tmpl", p) }
+
+func cni(p Plan) []byte { return render("cni.sh.tmpl", p) }
+
+func kubernetes(p Plan) []byte { return render("kubernetes.sh.tmpl", p) }
+
+// kubeVersionCheck is the input of check-kube-versions (kubernetes.sh.tmpl):
+// the kubelet and kubeadm in BinDir must be the release Want.
+type kubeVersionCheck struct{ BinDir, Want string }
+
+func joiner(p Plan) []byte { return render("joiner.sh.tmpl", p) }
+
+// generalizeInput is the input of generalize.sh.tmpl.
+type generalizeInput struct {
+	// LockAccount is the build account to lock; empty: it is kept.
+	LockAccount string
+	// ClusterAPI: cloud-init names each VM and configures its network;
+	// otherwise the clone-naming unit names it, with HostnamePrefix.
+	ClusterAPI     bool
+	HostnamePrefix string
+}
+
+func generalize(p Plan) []byte {
+	prefix := p.HostnamePrefix
+	if prefix == "" {
+		prefix = DefaultHostnamePrefix
+	}
+	return render("generalize.sh.tmpl", generalizeInput{LockAccount: p.LockAccount, ClusterAPI: p.clusterAPI(), HostnamePrefix: prefix})
+}
+
+// cleanup removes the staging directory, whatever generalize says.
+func cleanup(p Plan) []byte { return render("cleanup.sh.tmpl", p) }
+
 // ContainerdConfig renders /etc/containerd/config.toml for a containerd
 // config version (2 for 1.x, 3 for 2.x): the pause image, the runc cgroup
 // driver matching the kubelet's, and the CNI directories.
@@ -147,12 +188,6 @@ func ContainerdConfig(version int, pause, cgroupDriver, cniBin string) string {
 	}
 	return b.String()
 }
-
-func prerequisites(p Plan) []byte { return render("prerequisites.sh.tmpl", p) }
-
-func kernel() []byte { return render("kernel.sh.tmpl", nil) }
-
-func containerd(p Plan) []byte { return render("containerd.sh.tmpl", p) }
 
 // ProxyDropIn is containerd's systemd drop-in with the proxy settings, ""
 // when there are none.
@@ -211,36 +246,6 @@ func BridgeConflist(subnet string) string {
   ]
 }
 `, subnet)
-}
-
-func cni(p Plan) []byte { return render("cni.sh.tmpl", p) }
-
-func kubernetes(p Plan) []byte { return render("kubernetes.sh.tmpl", p) }
-
-// kubeVersionCheck is the input of check-kube-versions: the kubelet and
-// kubeadm in BinDir must be the release Want.
-type kubeVersionCheck struct{ BinDir, Want string }
-
-func joiner(p Plan) []byte { return render("joiner.sh.tmpl", p) }
-
-func cleanup(p Plan) []byte { return render("cleanup.sh.tmpl", p) }
-
-// generalizeInput is the input of generalize.sh.tmpl.
-type generalizeInput struct {
-	// LockAccount is the build account to lock; empty: it is kept.
-	LockAccount string
-	// ClusterAPI: cloud-init names each VM and configures its network;
-	// otherwise the clone-naming unit names it, with HostnamePrefix.
-	ClusterAPI     bool
-	HostnamePrefix string
-}
-
-func generalize(p Plan) []byte {
-	prefix := p.HostnamePrefix
-	if prefix == "" {
-		prefix = DefaultHostnamePrefix
-	}
-	return render("generalize.sh.tmpl", generalizeInput{LockAccount: p.LockAccount, ClusterAPI: p.clusterAPI(), HostnamePrefix: prefix})
 }
 
 // The apt configuration the OS installers write from the builder's
