@@ -176,7 +176,9 @@ func bare(v string) (string, error) {
 func comment(v string) string { return strings.ReplaceAll(v, "\n", "\n# ") }
 
 // heredocFile is a file a script writes through put, its content a
-// quoted here-document.
+// quoted here-document (lib.sh.tmpl's file and put). body and delim are
+// safe only there, together: nothing in a quoted here-document is
+// expanded, and delim ends it with a line the content does not hold.
 type heredocFile struct {
 	Path    string
 	Mode    int
