@@ -18,20 +18,20 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
-// linuxBasicsCases are the Linux scripts of the basics and the self-check:
+// basicsCases are the Linux scripts of the basics and the self-check:
 // tarball containerd with crictl, the bridge CNI and preloaded images; the
 // distribution's containerd without crictl, joiner or images.
-func linuxBasicsCases() map[string][]byte {
+func basicsCases() map[string][]byte {
 	full := testPlan()
 	pkg := testPlan()
 	pkg.ContainerdSource, pkg.ContainerdVersion, pkg.CrictlVersion, pkg.CrictlTarball = "package", "", "", ""
 	pkg.CNI, pkg.JoinerConfig, pkg.CheckImages, pkg.Proxy = "none", nil, nil, node.Proxy{}
 	return map[string][]byte{
-		"linux/node-basics.sh":         linuxNodeBasics(full),
-		"linux/crictl.sh":              linuxCrictl(full),
+		"linux/node-basics.sh":         nodeBasics(full),
+		"linux/crictl.sh":              crictl(full),
 		"linux/self-check.sh":          SelfCheck(full.selfCheck()),
 		"linux/self-check-package.sh":  SelfCheck(pkg.selfCheck()),
-		"linux/kubenode-growroot":      []byte(GrowrootScript),
+		"linux/kubenode-growroot":      []byte(GrowrootScript()),
 		"linux/00-fetch-artifacts.sh":  TransferScript(Staging, goldenArtifacts, goldenURL, "http://10.0.2.2:41234"),
 		"linux/00-verify-artifacts.sh": TransferScript(Staging, goldenArtifacts, nil, ""),
 	}
@@ -49,7 +49,7 @@ func goldenURL(a versions.Artifact) string {
 }
 
 func TestLinuxBasicsGolden(t *testing.T) {
-	for name, got := range linuxBasicsCases() {
+	for name, got := range basicsCases() {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
 			path := filepath.Join(t.TempDir(), "s.sh")
@@ -72,7 +72,7 @@ func TestLinuxSelfCheckFollowsThePlan(t *testing.T) {
 		"enabled 'kubenode-joiner'", "active containerd", "module br_netfilter", "sysctl_is net.bridge.bridge-nf-call-iptables 1",
 		"version_is kubectl 'v1.33.13' kubectl version --client", "crictl info", "'v2.1.4'", "for p in bridge host-local loopback",
 		"'registry.k8s.io/pause:3.10' 'docker.io/library/busybox:latest'", "ctr -n k8s.io images ls -q", "cloudinit_grows_root",
-		linuxGrowrootUnit,
+		growrootUnit,
 	} {
 		assert.Contains(t, full, want)
 	}
@@ -151,7 +151,7 @@ func TestLinuxCrictlStep(t *testing.T) {
 	}
 	p := testPlan()
 	p.Staging = staging
-	script := strings.ReplaceAll(string(linuxCrictl(p)), linuxBinDir+"/crictl", bin+"/crictl")
+	script := strings.ReplaceAll(string(crictl(p)), binDir+"/crictl", bin+"/crictl")
 	run := func() (string, error) {
 		out, err := exec.Command("sh", "-c", script).CombinedOutput()
 		return string(out), err

@@ -28,9 +28,9 @@ func clusterAPIPlan() Plan {
 func TestClusterAPIGolden(t *testing.T) {
 	p := clusterAPIPlan()
 	for name, got := range map[string][]byte{
-		"cluster-api/cluster-api.sh": linuxClusterAPI(p),
+		"cluster-api/cluster-api.sh": clusterAPI(p),
 		"cluster-api/self-check.sh":  SelfCheck(p.selfCheck()),
-		"cluster-api/generalize.sh":  linuxGeneralize(p),
+		"cluster-api/generalize.sh":  generalize(p),
 	} {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
@@ -54,14 +54,14 @@ func TestClusterAPISteps(t *testing.T) {
 	}
 	capi := clusterAPIPlan()
 	assert.Equal(t, []string{"settle", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "crictl", "cluster-api", "self-check", "generalize", "cleanup"}, names(capi))
-	assert.Contains(t, string(linuxGeneralize(capi)), "cloud-init clean --logs --seed")
-	assert.Contains(t, string(linuxKubernetes(capi)), "systemctl enable -q kubelet", "the kubelet is enabled")
-	assert.NotContains(t, string(linuxKubernetes(capi)), "systemctl start", "and not started: kubeadm join starts it")
+	assert.Contains(t, string(generalize(capi)), "cloud-init clean --logs --seed")
+	assert.Contains(t, string(kubernetes(capi)), "systemctl enable -q kubelet", "the kubelet is enabled")
+	assert.NotContains(t, string(kubernetes(capi)), "systemctl start", "and not started: kubeadm join starts it")
 
 	joiner := testPlan()
 	assert.NotContains(t, names(joiner), "cluster-api")
 	assert.Contains(t, names(joiner), "joiner")
-	assert.NotContains(t, string(linuxGeneralize(joiner)), "--seed")
+	assert.NotContains(t, string(generalize(joiner)), "--seed")
 	assert.NotContains(t, string(SelfCheck(joiner.selfCheck())), "jinja2")
 }
 
@@ -102,10 +102,10 @@ exit 0`,
 func (g fakeGuest) redirect(t *testing.T, script []byte) string {
 	s := strings.NewReplacer(
 		units.LinuxJoinerPath, g.root+"/local-bin/kubenode-joiner",
-		linuxGrowrootScript, g.root+"/local-sbin/kubenode-growroot",
+		growrootScriptPath, g.root+"/local-sbin/kubenode-growroot",
 		"/etc/", g.etc+"/",
-		"[ -x "+linuxBinDir+"/", "[ -x "+g.usrBin+"/",
-		"[ -S "+linuxContainerdSocket+" ]", "[ -S "+g.socket+" ]",
+		"[ -x "+binDir+"/", "[ -x "+g.usrBin+"/",
+		"[ -S "+containerdSocket+" ]", "[ -S "+g.socket+" ]",
 	).Replace(string(script))
 	require.NotContains(t, s, " /etc/", "every path was redirected")
 	return s
@@ -134,7 +134,7 @@ func (g fakeGuest) write(t *testing.T, files map[string]string) {
 func TestClusterAPIStepOnAFakeGuest(t *testing.T) {
 	g := newFakeGuest(t)
 	leftovers := map[string]string{}
-	for _, f := range linuxCloudInitLeftovers {
+	for _, f := range cloudInitLeftovers {
 		leftovers[strings.Replace(f, "/etc/", "etc/", 1)] = "datasource_list: [ None ]\n"
 	}
 	g.write(t, leftovers)
@@ -153,10 +153,10 @@ func TestClusterAPIStepOnAFakeGuest(t *testing.T) {
 	})
 	p := clusterAPIPlan()
 	p.Proxy = node.Proxy{}
-	script := g.redirect(t, linuxClusterAPI(p))
+	script := g.redirect(t, clusterAPI(p))
 	out, err := g.run(t, script)
 	require.NoError(t, err, out)
-	for _, f := range linuxCloudInitLeftovers {
+	for _, f := range cloudInitLeftovers {
 		assert.NoFileExists(t, g.etc+strings.TrimPrefix(f, "/etc"))
 		assert.Contains(t, out, "changed: "+f+" removed")
 	}
@@ -265,16 +265,14 @@ func TestClusterAPIGeneralizeResetsTheNetwork(t *testing.T) {
 		"etc/hosts":                         "127.0.0.1 localhost\n127.0.1.1 build-vm\n",
 		"etc/netplan/01-kubenode-keep.yaml": "network: {version: 2}\n",
 	}
-	for _, f := range linuxInstallerNetwork {
+	for _, f := range installerNetwork {
 		installer[strings.TrimPrefix(f, "/")] = "network: {version: 2, ethernets: {enp1s0: {dhcp4: true}}}\n"
 	}
 	g.write(t, installer)
-	s := newSh("reset network")
-	linuxResetNetwork(s)
-	script := g.redirect(t, s.bytes())
+	script := g.redirect(t, piece("reset-network", nil))
 	out, err := g.run(t, script)
 	require.NoError(t, err, out)
-	for _, f := range linuxInstallerNetwork {
+	for _, f := range installerNetwork {
 		assert.NoFileExists(t, g.etc+strings.TrimPrefix(f, "/etc"))
 		assert.Contains(t, out, "changed: "+f+" removed")
 	}
@@ -291,9 +289,9 @@ func TestClusterAPIGeneralizeResetsTheNetwork(t *testing.T) {
 	assert.NotContains(t, out, "changed: ", "a second run reports 0 changes")
 
 	p := clusterAPIPlan()
-	assert.Contains(t, string(linuxGeneralize(p)), "/etc/netplan/00-installer-config.yaml")
-	joiner := string(linuxGeneralize(testPlan()))
-	for _, f := range linuxInstallerNetwork {
+	assert.Contains(t, string(generalize(p)), "/etc/netplan/00-installer-config.yaml")
+	joiner := string(generalize(testPlan()))
+	for _, f := range installerNetwork {
 		assert.NotContains(t, joiner, f, "bootstrap = joiner keeps it")
 	}
 	// The joiner's image keeps the build's names; only a clone's boot

@@ -19,8 +19,8 @@ import (
 func TestCloneHostnameGolden(t *testing.T) {
 	for name, got := range map[string][]byte{
 		"linux/kubenode-hostname":         []byte(HostnameScript(DefaultHostnamePrefix)),
-		"linux/kubenode-hostname.service": []byte(linuxHostnameUnitFile),
-		"linux/generalize.sh":             linuxGeneralize(testPlan()),
+		"linux/kubenode-hostname.service": []byte(hostnameUnitFile),
+		"linux/generalize.sh":             generalize(testPlan()),
 	} {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
@@ -40,22 +40,22 @@ func TestCloneHostnameGolden(t *testing.T) {
 // generalize there is none.
 func TestGeneralizeInstallsCloneHostname(t *testing.T) {
 	p := testPlan()
-	g := string(linuxGeneralize(p))
-	assert.Contains(t, g, "put '"+linuxHostnameScript+"' 0755 ")
-	assert.Contains(t, g, "put '"+linuxHostnameUnitPath+"' 0644 ")
-	assert.Contains(t, g, "systemctl enable -q "+linuxHostnameUnit)
+	g := string(generalize(p))
+	assert.Contains(t, g, "put '"+hostnameScriptPath+"' 0755 ")
+	assert.Contains(t, g, "put '"+hostnameUnitPath+"' 0644 ")
+	assert.Contains(t, g, "systemctl enable -q "+hostnameUnit)
 	assert.Contains(t, g, "prefix='kubenode-'\n")
 	p.HostnamePrefix = "lab-"
-	assert.Contains(t, string(linuxGeneralize(p)), "prefix='lab-'\n")
+	assert.Contains(t, string(generalize(p)), "prefix='lab-'\n")
 
-	capi := string(linuxGeneralize(clusterAPIPlan()))
-	assert.NotContains(t, capi, "put '"+linuxHostnameScript+"'")
-	assert.Contains(t, capi, "rm -f "+linuxHostnameUnitPath+" "+linuxHostnameScript+" "+LinuxBuildHostnamesFile)
+	capi := string(generalize(clusterAPIPlan()))
+	assert.NotContains(t, capi, "put '"+hostnameScriptPath+"'")
+	assert.Contains(t, capi, "rm -f "+hostnameUnitPath+" "+hostnameScriptPath+" "+BuildHostnamesFile)
 
 	p.Generalize = false
 	for _, s := range Steps(p) {
-		assert.NotContains(t, string(s.Script), linuxHostnameScript, s.Name)
-		assert.NotContains(t, string(s.Script), "put '"+linuxHostnameUnitPath+"'", s.Name)
+		assert.NotContains(t, string(s.Script), hostnameScriptPath, s.Name)
+		assert.NotContains(t, string(s.Script), "put '"+hostnameUnitPath+"'", s.Name)
 	}
 }
 
@@ -63,7 +63,7 @@ func TestGeneralizeInstallsCloneHostname(t *testing.T) {
 // machine ID exists, before the joiner and the kubelet; the joiner's unit
 // orders itself after it too. systemd-analyze reads both when installed.
 func TestCloneHostnameUnitOrdering(t *testing.T) {
-	unit := linuxHostnameUnitFile
+	unit := hostnameUnitFile
 	field := func(unit, key string) []string {
 		var out []string
 		for _, l := range strings.Split(unit, "\n") {
@@ -82,12 +82,12 @@ func TestCloneHostnameUnitOrdering(t *testing.T) {
 	assert.NotContains(t, unit, "DefaultDependencies=no", "after sysinit.target: the machine ID exists and cloud-init's early stages are done")
 	assert.NotContains(t, unit, "Wants=", "it pulls in nothing")
 	assert.Equal(t, []string{"multi-user.target"}, field(unit, "WantedBy"))
-	assert.Equal(t, units.LinuxHostnameServiceName+".service", linuxHostnameUnit)
+	assert.Equal(t, units.LinuxHostnameServiceName+".service", hostnameUnit)
 
-	joiner := units.SystemdUnit(linuxKubeletConf)
-	assert.Contains(t, field(joiner, "After"), linuxHostnameUnit, "the joiner reads the VM's own name")
-	assert.NotContains(t, field(joiner, "Wants"), linuxHostnameUnit, "After= alone: an image without the unit is fine")
-	assert.Contains(t, field(kubeletUnit, "After"), "network-online.target")
+	joiner := units.SystemdUnit(kubeletConf)
+	assert.Contains(t, field(joiner, "After"), hostnameUnit, "the joiner reads the VM's own name")
+	assert.NotContains(t, field(joiner, "Wants"), hostnameUnit, "After= alone: an image without the unit is fine")
+	assert.Contains(t, field(string(kubernetes(testPlan())), "After"), "network-online.target")
 
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -96,13 +96,13 @@ func TestCloneHostnameUnitOrdering(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "kubenode-hostname")
 	require.NoError(t, os.WriteFile(script, []byte(HostnameScript(DefaultHostnamePrefix)), 0o755))
-	path := filepath.Join(dir, linuxHostnameUnit)
-	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(unit, linuxHostnameScript, script)), 0o644))
+	path := filepath.Join(dir, hostnameUnit)
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(unit, hostnameScriptPath, script)), 0o644))
 	cmd := exec.Command(analyze, "verify", "--man=no", path)
 	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":")
 	out, err := cmd.CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {
-		assert.NotContains(t, l, linuxHostnameUnit+":", "systemd-analyze on the unit: %s", l)
+		assert.NotContains(t, l, hostnameUnit+":", "systemd-analyze on the unit: %s", l)
 	}
 	_ = err // verify also fails on units of this host that the unit names but the sandbox lacks
 }
@@ -135,7 +135,7 @@ func TestHostnameScriptRenamesOnlyUnnamedVMs(t *testing.T) {
 		t.Helper()
 		etc, bin := filepath.Join(dir, "etc"), filepath.Join(dir, "bin")
 		state, calls := filepath.Join(dir, "kernel-hostname"), filepath.Join(dir, "calls")
-		script := strings.NewReplacer("/etc/", etc+"/", linuxKernelHostname, state).Replace(HostnameScript("lab-"))
+		script := strings.NewReplacer("/etc/", etc+"/", kernelHostname, state).Replace(HostnameScript("lab-"))
 		require.NotContains(t, script, " /etc/", "every path was redirected")
 		require.NotContains(t, script, "/proc/", "every path was redirected")
 		cmd := exec.Command("sh", "-c", script)
@@ -236,9 +236,7 @@ func TestCloneHostnameInstallIsIdempotent(t *testing.T) {
 	require.NoError(t, os.WriteFile(kernel, []byte("debian-build\n"), 0o644))
 	systemctl := `case "$1" in is-enabled) [ -f ` + q(enabled) + ` ];; enable) touch ` + q(enabled) + `;; esac`
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\n"+systemctl+"\n"), 0o755))
-	s := newSh("test")
-	linuxCloneHostname(s, "kubenode-")
-	script := strings.NewReplacer("/etc/", etc+"/", "/usr/local/sbin/", root+"/", linuxKernelHostname, kernel).Replace(string(s.bytes()))
+	script := strings.NewReplacer("/etc/", etc+"/", "/usr/local/sbin/", root+"/", kernelHostname, kernel).Replace(string(piece("clone-hostname", "kubenode-")))
 	require.NotContains(t, script, "/proc/", "every path was redirected")
 	run := func() string {
 		cmd := exec.Command("sh", "-c", script)
@@ -249,7 +247,7 @@ func TestCloneHostnameInstallIsIdempotent(t *testing.T) {
 	}
 	first := run()
 	assert.Contains(t, first, "changed: "+etc+"/kubenode/build-hostname: debian-build")
-	assert.Contains(t, first, "changed: "+linuxHostnameUnit+" enabled")
+	assert.Contains(t, first, "changed: "+hostnameUnit+" enabled")
 	data, err := os.ReadFile(etc + "/kubenode/build-hostname")
 	require.NoError(t, err)
 	assert.Equal(t, "debian-build\n", string(data))

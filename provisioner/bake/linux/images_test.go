@@ -69,7 +69,7 @@ func TestLinuxImagesStep(t *testing.T) {
 	for _, a := range p.Images.Archives {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName+".refs"), []byte(strings.Join(a.Refs, "\n")), 0o644))
 	}
-	step, ok := linuxImagesStep(p)
+	step, ok := imagesStep(p)
 	require.True(t, ok)
 	script := filepath.Join(dir, "images.sh")
 	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
@@ -107,7 +107,7 @@ func TestLinuxImagesStep(t *testing.T) {
 
 	// A new archive for the same reference is imported again.
 	p.Images.Archives[0].SHA256 = strings.Repeat("3", 64)
-	step, _ = linuxImagesStep(p)
+	step, _ = imagesStep(p)
 	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
 	third, err := run()
 	require.NoError(t, err, third)
@@ -137,7 +137,7 @@ func renderedImages() map[string][]byte {
 	p := testPlan()
 	p.Images = guesttest.Images()
 	p.Images.Kubeadm = true
-	return map[string][]byte{"images/linux-images.sh": linuxImages(p)}
+	return map[string][]byte{"images/linux-images.sh": images(p)}
 }
 
 func TestImagesGolden(t *testing.T) {

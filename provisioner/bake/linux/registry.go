@@ -10,30 +10,36 @@ import (
 // Guest locations of containerd's registry host configuration and of the
 // configuration files containerd's `imports` reads.
 const (
-	linuxCertsDir        = "/etc/containerd/certs.d"
-	linuxContainerdConfD = "/etc/containerd/conf.d"
+	certsDir        = "/etc/containerd/certs.d"
+	containerdConfD = "/etc/containerd/conf.d"
 )
 
-// linuxRegistryHosts writes the hosts directory (each mirror's hosts.toml
-// and CA file), removes the hosts.toml files an earlier bake wrote for
-// registries no longer configured, and makes the imports directory. A
-// change restarts containerd.
-func linuxRegistryHosts(s *sh, hosts []node.RegistryHost) {
-	s.line("mkdir -p %s %s", linuxCertsDir, linuxContainerdConfD)
+// registryHostsInput is the input of registry-hosts: the files of the
+// hosts directory (each mirror's CA file and hosts.toml), and Keep, the
+// hosts.toml files among them, space-separated with a space either side.
+type registryHostsInput struct {
+	Files []heredocFile
+	Keep  string
+}
+
+// registryHosts is what registry-hosts writes for hosts: it removes the
+// hosts.toml files an earlier bake wrote for registries no longer
+// configured and makes the imports directory. A change restarts
+// containerd.
+func registryHosts(hosts []node.RegistryHost) registryHostsInput {
+	var in registryHostsInput
 	var keep []string
 	for _, h := range hosts {
-		dir := path.Join(linuxCertsDir, node.HostsDir(h.Registry))
+		dir := path.Join(certsDir, node.HostsDir(h.Registry))
 		ca := ""
 		if h.CA != "" {
 			ca = path.Join(dir, node.CAFileName)
-			s.file(ca, "0644", h.CA, "restart=1")
+			in.Files = append(in.Files, heredocFile{ca, 0o644, h.CA})
 		}
-		s.file(path.Join(dir, "hosts.toml"), "0644", node.HostsTOML(h, ca), "restart=1")
-		keep = append(keep, path.Join(dir, "hosts.toml"))
+		toml := path.Join(dir, "hosts.toml")
+		in.Files = append(in.Files, heredocFile{toml, 0o644, node.HostsTOML(h, ca)})
+		keep = append(keep, toml)
 	}
-	s.line("keep=%s", q(" "+strings.Join(keep, " ")+" "))
-	s.line(`for f in %s/*/hosts.toml; do`, linuxCertsDir)
-	s.line(`  [ -f "$f" ] && head -n 1 "$f" | grep -q %s || continue`, q("^"+node.HostsHeader))
-	s.line(`  case "$keep" in *" $f "*) ;; *) d=$(dirname "$f"); rm -f "$f" "$d/%s"; rmdir "$d" 2>/dev/null || true; echo "changed: $f removed (no longer in registry_mirrors)"; restart=1 ;; esac`, node.CAFileName)
-	s.line(`done`)
+	in.Keep = " " + strings.Join(keep, " ") + " "
+	return in
 }

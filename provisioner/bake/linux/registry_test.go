@@ -43,10 +43,8 @@ func TestLinuxRegistryHosts(t *testing.T) {
 		{Registry: "registry.example.com:5000", Endpoints: []string{"http://10.0.2.2:5000"}},
 	}
 	run := func(hosts []node.RegistryHost) string {
-		s := newSh("test")
-		linuxRegistryHosts(s, hosts)
-		s.line(`echo "restart=${restart:-0}"`)
-		script := strings.ReplaceAll(string(s.bytes()), "/etc/containerd/", etc+"/containerd/")
+		script := string(piece("registry-hosts", registryHosts(hosts))) + `echo "restart=${restart:-0}"` + "\n"
+		script = strings.ReplaceAll(script, "/etc/containerd/", etc+"/containerd/")
 		require.NotContains(t, script, " /etc/", "every path was redirected")
 		out, err := exec.Command("sh", "-c", script).CombinedOutput()
 		require.NoError(t, err, string(out))
@@ -84,7 +82,7 @@ func TestLinuxRegistryHosts(t *testing.T) {
 func TestContainerdStepsWriteHosts(t *testing.T) {
 	p := testPlan()
 	p.RegistryHosts = []node.RegistryHost{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}}}
-	linux := string(linuxContainerd(p))
+	linux := string(containerd(p))
 	assert.Contains(t, linux, "put '/etc/containerd/certs.d/docker.io/hosts.toml' 0644")
 	assert.Less(t, strings.Index(linux, "certs.d/docker.io/hosts.toml"), strings.Index(linux, "systemctl restart containerd"))
 

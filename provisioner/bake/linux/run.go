@@ -82,12 +82,12 @@ func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 			return baked.Record{}, 0, err
 		}
 	}
-	facts, err := linuxFacts(ctx, r, plan, arts)
+	facts, err := askFacts(ctx, r, plan, arts)
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
 	facts.Images = images
-	guest, err := linuxGuestOS(ctx, r)
+	guest, err := askGuestOS(ctx, r)
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
@@ -97,8 +97,8 @@ func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 // Staging is where artifacts and scripts go on a Linux guest.
 const Staging = "/var/tmp/kubenode-bake"
 
-// linuxFacts asks the guest what it now runs, for the image's manifest.
-func linuxFacts(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
+// askFacts asks the guest what it now runs, for the image's manifest.
+func askFacts(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact) (baked.Facts, error) {
 	f := baked.Facts{Kubernetes: plan.KubernetesVersion, PauseImage: plan.PauseImage, Checksums: map[string]string{}}
 	for _, a := range arts {
 		f.Checksums[a.Name] = a.SHA256
@@ -135,8 +135,8 @@ func linuxFacts(ctx context.Context, r *remote.Remote, plan Plan, arts []version
 // a line; /usr/lib/os-release is the fallback os-release(5) names.
 const osReleaseCommand = `sh -c 'if [ -r /etc/os-release ]; then . /etc/os-release; else . /usr/lib/os-release; fi && printf "%s\n%s\n%s\n" "${ID:-}" "${VERSION_ID:-}" "${PRETTY_NAME:-}"'`
 
-// linuxGuestOS asks the guest which OS it runs, for the image's manifest.
-func linuxGuestOS(ctx context.Context, r *remote.Remote) (baked.GuestOS, error) {
+// askGuestOS asks the guest which OS it runs, for the image's manifest.
+func askGuestOS(ctx context.Context, r *remote.Remote) (baked.GuestOS, error) {
 	code, out, err := r.Exec(ctx, osReleaseCommand)
 	if err != nil || code != 0 {
 		return baked.GuestOS{}, fmt.Errorf("asking the guest for its OS (/etc/os-release): exit %d, %v: %s", code, err, strings.TrimSpace(out))

@@ -34,7 +34,7 @@ func settleGuest(t *testing.T, timeout time.Duration, status, cloudInit, aptChec
 	p.SettleTimeout = timeout
 	p.Staging = filepath.Join(dir, "staging")
 	require.NoError(t, os.MkdirAll(p.Staging, 0o700))
-	cmd := exec.Command("sh", "-c", string(linuxSettle(p)))
+	cmd := exec.Command("sh", "-c", string(settle(p)))
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	calls, _ := os.ReadFile(log)
@@ -54,7 +54,7 @@ func TestLinuxSettleWaits(t *testing.T) {
 	assert.NotContains(t, calls, "systemctl stop apt-daily-upgrade.timer", "a timer that was not running stays as it was")
 
 	// Cleanup starts the held timer again, before the staging directory goes.
-	cleanup := exec.Command("sh", "-c", string(linuxCleanup(p)))
+	cleanup := exec.Command("sh", "-c", string(cleanup(p)))
 	cleanup.Env = append(os.Environ(), "PATH="+filepath.Join(filepath.Dir(p.Staging), "bin")+":"+os.Getenv("PATH"))
 	cout, err := cleanup.CombinedOutput()
 	require.NoError(t, err, string(cout))

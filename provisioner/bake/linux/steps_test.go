@@ -27,6 +27,12 @@ func testPlan() Plan {
 	}
 }
 
+// piece is a piece of the scripts (a template they share) as a script of
+// its own: the header, then the piece.
+func piece(name string, data any) []byte {
+	return []byte(string(render("header", "test")) + "\n" + string(render(name, data)) + "\n")
+}
+
 // Every generated script is valid POSIX shell (checked by the real sh).
 func TestLinuxScriptsParse(t *testing.T) {
 	for _, source := range []string{"tarball", "package"} {
@@ -52,11 +58,10 @@ func TestLinuxScriptsParse(t *testing.T) {
 // run of a script changes nothing.
 func TestPutIsIdempotent(t *testing.T) {
 	dir := t.TempDir()
-	s := newSh("test")
 	target := filepath.Join(dir, "etc", "x.conf")
-	s.file(target, "0640", "a = 'b'\nKUBENODE_EOF\n", "echo reloaded")
+	put := string(render("put", heredocFile{target, 0o640, "a = 'b'\nKUBENODE_EOF\n"}))
 	script := filepath.Join(dir, "s.sh")
-	require.NoError(t, os.WriteFile(script, s.bytes(), 0o644))
+	require.NoError(t, os.WriteFile(script, []byte(string(render("header", "test"))+"\nif "+put+"\nthen echo reloaded; fi\n"), 0o644))
 	first, err := exec.Command("sh", script).CombinedOutput()
 	require.NoError(t, err, string(first))
 	assert.Equal(t, "changed: "+target+"\nreloaded\n", string(first))
@@ -112,7 +117,7 @@ Environment="no_proxy=10.0.0.0/8,'quoted'"
 	assert.Equal(t, `"a\x0ab"`, systemdQuote("a\nb"), "a newline cannot start a new line of the unit")
 	assert.Empty(t, ProxyDropIn(node.Proxy{}))
 
-	script := string(linuxContainerd(Plan{Proxy: p, Staging: "/var/tmp/kubenode-bake"}))
+	script := string(containerd(Plan{Proxy: p, Staging: "/var/tmp/kubenode-bake"}))
 	assert.Contains(t, script, "put '/etc/systemd/system/containerd.service.d/http-proxy.conf' 0600 ", "the drop-in may hold a password: root only")
 }
 
@@ -192,24 +197,24 @@ ID=debian
 func TestGeneralizeLocksOrKeepsTheBuildAccount(t *testing.T) {
 	p := testPlan()
 	p.LockAccount = "kubenode"
-	locked := string(linuxGeneralize(p))
-	assert.Contains(t, locked, "put '"+linuxLockScript+"' 0700 ")
-	assert.Contains(t, locked, "put '/etc/systemd/system/"+linuxLockUnit+"' 0644 ")
-	assert.Contains(t, locked, "systemctl enable -q "+linuxLockUnit)
+	locked := string(generalize(p))
+	assert.Contains(t, locked, "put '"+lockScriptPath+"' 0700 ")
+	assert.Contains(t, locked, "put '/etc/systemd/system/"+lockUnit+"' 0644 ")
+	assert.Contains(t, locked, "systemctl enable -q "+lockUnit)
 	assert.Contains(t, locked, "user='kubenode'\n")
 	assert.Contains(t, locked, "WantedBy=sysinit.target\n")
 	assert.Contains(t, locked, "Before=sysinit.target cloud-init-local.service cloud-init.service ssh.service sshd.service", "locked before anyone logs in and before the VM's own seed")
 
 	p.LockAccount = ""
-	kept := string(linuxGeneralize(p))
-	assert.NotContains(t, kept, "put '"+linuxLockScript+"'")
-	assert.NotContains(t, kept, "systemctl enable -q "+linuxLockUnit)
-	assert.Contains(t, kept, "rm -f /etc/systemd/system/"+linuxLockUnit+" "+linuxLockScript)
+	kept := string(generalize(p))
+	assert.NotContains(t, kept, "put '"+lockScriptPath+"'")
+	assert.NotContains(t, kept, "systemctl enable -q "+lockUnit)
+	assert.Contains(t, kept, "rm -f /etc/systemd/system/"+lockUnit+" "+lockScriptPath)
 
 	// Only generalize locks.
 	p.LockAccount, p.Generalize = "kubenode", false
 	for _, s := range Steps(p) {
-		assert.NotContains(t, string(s.Script), linuxLockUnit, s.Name)
+		assert.NotContains(t, string(s.Script), lockUnit, s.Name)
 	}
 }
 
@@ -255,7 +260,7 @@ func TestLinuxLockScript(t *testing.T) {
 
 	recorded, err := os.ReadFile(calls)
 	require.NoError(t, err)
-	assert.Equal(t, "usermod -L kube'node\ngpasswd -d kube'node sudo\nsystemctl disable -q "+linuxLockUnit+"\n", string(recorded))
+	assert.Equal(t, "usermod -L kube'node\ngpasswd -d kube'node sudo\nsystemctl disable -q "+lockUnit+"\n", string(recorded))
 	assert.NoFileExists(t, home+"/.ssh/authorized_keys")
 	assert.NoFileExists(t, home+"/.ssh/authorized_keys2")
 	assert.FileExists(t, home+"/.profile")
@@ -279,9 +284,7 @@ func TestLinuxKubeVersionCheck(t *testing.T) {
 		return dir
 	}
 	run := func(dir, want string) (string, error) {
-		s := newSh("test")
-		checkKubeVersions(s, dir, want)
-		out, err := exec.Command("sh", "-c", string(s.bytes())).CombinedOutput()
+		out, err := exec.Command("sh", "-c", string(piece("check-kube-versions", kubeVersionCheck{dir, want}))).CombinedOutput()
 		return string(out), err
 	}
 	dir := fake(t, "Kubernetes v1.32.9", "v1.32.9")
@@ -304,8 +307,8 @@ func TestLinuxKubeVersionCheck(t *testing.T) {
 	assert.Contains(t, out, "/kubelet reports no version: ", "a missing binary")
 
 	// The kubernetes step runs the check on the installed binaries.
-	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubelet' --version")
-	assert.Contains(t, string(linuxKubernetes(testPlan())), "'/usr/bin/kubeadm' version -o short")
+	assert.Contains(t, string(kubernetes(testPlan())), "'/usr/bin/kubelet' --version")
+	assert.Contains(t, string(kubernetes(testPlan())), "'/usr/bin/kubeadm' version -o short")
 }
 
 // generalize removes the proxy the OS installer wrote into apt's
@@ -348,9 +351,7 @@ func TestGeneralizeRemovesTheInstallerProxy(t *testing.T) {
 			for f, data := range c.files {
 				require.NoError(t, os.WriteFile(filepath.Join(apt, f), []byte(data), 0o644))
 			}
-			s := newSh("test")
-			linuxRemoveInstallerProxy(s)
-			script := strings.ReplaceAll(string(s.bytes()), "/etc/apt/", apt+"/")
+			script := strings.ReplaceAll(string(piece("remove-installer-proxy", nil)), "/etc/apt/", apt+"/")
 			require.NotContains(t, script, " /etc/", "every path was redirected")
 			out, err := exec.Command("sh", "-c", script).CombinedOutput()
 			require.NoError(t, err, string(out))
@@ -378,5 +379,5 @@ func TestGeneralizeRemovesTheInstallerProxy(t *testing.T) {
 			assert.NotContains(t, printed, "secret", "the credentials are not printed")
 		})
 	}
-	assert.Contains(t, string(linuxGeneralize(testPlan())), "rm -f "+linuxCurtinAptProxy, "generalize does it")
+	assert.Contains(t, string(generalize(testPlan())), "rm -f "+curtinAptProxy, "generalize does it")
 }

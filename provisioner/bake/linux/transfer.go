@@ -88,62 +88,28 @@ func runTransferScript(ctx context.Context, r *remote.Remote, staging, name stri
 // machine) from url(a); origin, the server without its secret
 // path, is what a failed download names.
 func TransferScript(staging string, arts []versions.Artifact, url func(versions.Artifact) string, origin string) []byte {
-	var b strings.Builder
-	b.WriteString(`#!/bin/sh
-# kubenode-bake: the artifacts are what was checked on the build machine (sha256)
-set -u
-# One stream, in order: a tool's error and the line naming its artifact
-# are read together.
-exec 2>&1
-fail=0
-`)
-	if url != nil {
-		b.WriteString(`unreachable=0
-fetch() { # name file url shown
-  if [ "$unreachable" = 1 ]; then
-    echo "download failed: artifact $1 from $4: not tried, the server could not be reached"
-    fail=1
-    return 1
-  fi
-  rm -f "$2"
-  if command -v curl >/dev/null 2>&1; then
-    curl -fsS --noproxy '*' --retry 3 --retry-delay 1 --retry-connrefused --connect-timeout 10 -o "$2" "$3" && return 0
-    case $? in 7|28) unreachable=1 ;; esac
-  elif command -v wget >/dev/null 2>&1; then
-    wget -q --no-proxy -t 3 -T 60 -O "$2" "$3" && return 0
-  else
-    python3 -c 'import shutil, sys, urllib.request as u; shutil.copyfileobj(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=60), open(sys.argv[2], "wb"))' "$3" "$2" && return 0
-  fi
-  echo "download failed: artifact $1 from $4"
-  fail=1
-  return 1
-}
-`)
-	}
-	b.WriteString(`verify() { # name file sha256
-  if [ ! -f "$2" ]; then
-    echo "missing: artifact $1: $2 is not on the guest"
-    fail=1
-    return 1
-  fi
-  got=$(sha256sum "$2" | cut -d' ' -f1)
-  if [ "$got" != "$3" ]; then
-    echo "mismatch: artifact $1: $2 has sha256 $got, want $3"
-    fail=1
-    return 1
-  fi
-  echo "ok: artifact $1 sha256 $got"
-}
-`)
-	fmt.Fprintf(&b, "cd %s || exit 1\n", q(staging))
+	in := transferInput{Staging: staging, Fetch: url != nil}
 	for _, a := range arts {
-		sum := strings.ToLower(a.SHA256)
+		t := transferArtifact{Name: a.Name, FileName: a.FileName, SHA256: strings.ToLower(a.SHA256)}
 		if url != nil {
-			fmt.Fprintf(&b, "fetch %s %s %s %s && verify %s %s %s\n", q(a.Name), q(a.FileName), q(url(a)), q(origin+"/.../"+a.FileName), q(a.Name), q(a.FileName), q(sum))
-		} else {
-			fmt.Fprintf(&b, "verify %s %s %s\n", q(a.Name), q(a.FileName), q(sum))
+			t.URL, t.Shown = url(a), origin+"/.../"+a.FileName
 		}
+		in.Artifacts = append(in.Artifacts, t)
 	}
-	b.WriteString("exit $fail\n")
-	return []byte(b.String())
+	return render("transfer.sh.tmpl", in)
+}
+
+// transferInput is the input of transfer.sh.tmpl.
+type transferInput struct {
+	Staging   string
+	Fetch     bool
+	Artifacts []transferArtifact
+}
+
+// transferArtifact is one artifact to check: Name, its FileName in
+// staging and its SHA256 (lowercase hex); with Fetch, downloaded from URL,
+// which a failure names as Shown (the server without its secret path).
+type transferArtifact struct {
+	Name, FileName, SHA256 string
+	URL, Shown             string
 }
