@@ -31,7 +31,9 @@ import (
 //   - Kubernetes PauseImage: k8s.io/kubernetes cmd/kubeadm/app/constants
 //     PauseVersion on each release branch, read at v1.30.4 and v1.30.14
 //     (3.9), v1.31.0 and v1.31.14, v1.32.2 and v1.32.13, v1.33.13 (3.10),
-//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1), v1.36.0 (3.10.2).
+//     v1.34.0, v1.34.3 and v1.35.4 (3.10.1), v1.36.0 and v1.37.2 (3.10.2;
+//     v1.37's CHANGELOG names no pause change, and containerd 2.4.2's
+//     internal/cri/config DefaultSandboxImage is the same tag).
 //   - PodInfraContainerImageFlag: pkg/kubelet/config/flags.go (deprecated,
 //     "will be removed in 1.35" from v1.32; from v1.34 the value is
 //     ignored; gone in v1.35, whose kubeadm removes it from
@@ -39,26 +41,51 @@ import (
 //     postupgrade.go, kubernetes/kubeadm#3108) and
 //     cmd/kubeadm/app/phases/kubelet/flags.go (kubeadm join writes it up to
 //     v1.34). At v1.36.0 neither the kubelet nor kubeadm names the flag
-//     outside postupgrade.go's removal.
-//   - ContainerdConfigVersions: containerd RELEASES.md "Kubernetes Support"
-//     (v1.30 to v1.33: 2.1.0+, 2.0.x, 1.7.x; v1.34: 2.1.3+, 2.0.6+, 1.7.28+;
-//     v1.35: 2.2.0+, 2.1.5+, 1.7.28+; v1.36: 2.3.0+, 2.2.0+, read at
-//     containerd v2.3.7).
+//     outside postupgrade.go's removal; at v1.37.2 only
+//     postupgrade_test.go names it.
+//   - Containerd, ContainerdConfigVersions: containerd RELEASES.md
+//     "Kubernetes Support", the matrix of the containerd releases
+//     recommended per Kubernetes minor: v1.30 read at containerd v2.1.9,
+//     v1.31 at v2.2.9, v1.32 to v1.37 at v2.4.2 (each the newest release
+//     whose matrix still lists the minor). The config versions are those
+//     of the table's rows of the listed minors. containerd 1.7 has no CRI
+//     RuntimeConfig method (1.7.35's pkg/cri/server has
+//     UpdateRuntimeConfig only; 2.4.2 has internal/cri/server/runtime_config.go):
+//     v1.37's kubeadm preflight warns about such a runtime and its kubelet
+//     still takes the cgroup driver from its own configuration; v1.38
+//     makes it an error (v1.37 CHANGELOG, kubernetes/kubernetes#139121
+//     and #139122, kubeadm cmd/kubeadm/app/preflight/checks.go).
+//   - Kubernetes EndOfLife: kubernetes/website data/releases/eol.yaml
+//     endOfLifeDate for v1.30 and v1.31; from v1.32 the date of
+//     data/releases/schedule.yaml's rule, the 28th of the fourteenth month
+//     after the minor's release (v1.37: released 2026-08-26, end of life
+//     2027-10-28).
+//   - WindowsServer: kubernetes/website content/en/docs/concepts/windows/intro.md,
+//     "Windows nodes in Kubernetes" and its "Windows OS version
+//     compatibility" LTSC table: Windows Server 2022 and 2025 only since
+//     kubernetes/website#55103 (2026-03), on the branch the v1.36 and v1.37
+//     docs are cut from (Kubernetes CI dropped its Windows Server 2019 jobs
+//     for master in kubernetes/test-infra#33678). Older rows leave it
+//     unset: not recorded.
 //   - containerd ConfigVersion and the CRI section names:
 //     kubernetes-sigs/image-builder ansible/windows/roles/runtimes/templates/config.toml
 //     (version 3 from 2.0). containerd 2.3 introduces version 4 (server
 //     settings moved into plugins) and migrates versions 2 and 3 on start
-//     (containerd v2.3.7 RELEASES.md "Daemon Configuration",
+//     (containerd v2.3.7 and v2.4.2 RELEASES.md "Daemon Configuration",
 //     cmd/containerd/server/config/config.go migrations); the bake writes
 //     3 for every 2.x. CNIBinDirs: containerd/containerd#11311 (2.1; still
-//     bin_dirs in v2.3.7 internal/cri/config/config.go).
+//     bin_dirs in v2.4.2 internal/cri/config/config.go).
 //     RuncVersion: the runc of containerd's script/setup/runc-version on
 //     the minor's release branch (1.7.27: v1.2.5, 2.0.14: v1.3.6, 2.1.4:
-//     v1.3.0, 2.2.9: v1.3.6, 2.3.7: v1.5.2), or a later patch release of
-//     that runc minor.
+//     v1.3.0, 2.2.9: v1.3.6, 2.3.7: v1.5.2, 2.4.2: v1.5.2), or a later patch
+//     release of that runc minor.
+//   - containerd EndOfLife and LTS: containerd v2.4.2 RELEASES.md "Current
+//     State of containerd Releases" (a month without a day is its last
+//     day: 1.7 "September 2026", 2.0 "March, 2027", both extended support).
 //   - CNI plugins: every v1 release ships the plugins and the
 //     cni-plugins-<os>-amd64-<version>.tgz assets the bake installs, and
-//     speaks CNI spec 1.0.0, the bridge config's cniVersion.
+//     speaks CNI spec 1.0.0, the bridge config's cniVersion (read again at
+//     v1.10.0: .github/workflows/release.yaml, bridge's version.All).
 //   - Windows rows: kubernetes-sigs/image-builder
 //     ansible/windows/roles/systemprep/tasks/main.yml and runtimes/tasks/containerd.yml
 //     (registry values, dynamic port range); MinPause: kubernetes
@@ -91,6 +118,17 @@ type KubernetesMinor struct {
 	// releases containerd recommends for this minor (2: containerd 1.x,
 	// 3: containerd 2.x).
 	ContainerdConfigVersions []int
+	// Containerd is containerd's Kubernetes support matrix for this minor:
+	// the oldest recommended release of each containerd minor it lists,
+	// newest first ("2.4.0" for "2.4.0+"). CheckContainerd refuses what it
+	// excludes.
+	Containerd []string
+	// EndOfLife is the date (YYYY-MM-DD) Kubernetes stops patching the minor.
+	EndOfLife string
+	// WindowsServer are the Windows Server releases (WindowsRelease.Version)
+	// Kubernetes' documentation supports for this minor; nil where not
+	// recorded.
+	WindowsServer []string
 }
 
 // KubernetesRelease is a Kubernetes release the bake installs: a patch
@@ -137,6 +175,10 @@ type ContainerdMinor struct {
 	// replaces the deprecated `bin_dir` (containerd 2.1+).
 	CNIBinDirs  bool
 	RuncVersion string
+	// EndOfLife is the date (YYYY-MM-DD) containerd stops patching the
+	// minor, and LTS whether containerd designates it a long-term release.
+	EndOfLife string
+	LTS       bool
 }
 
 // ContainerdRelease is a containerd release and the runc it ships with.
@@ -225,20 +267,30 @@ const featureOverrides = `SYSTEM\CurrentControlSet\Policies\Microsoft\FeatureMan
 // never change them (a test may swap a row and put it back).
 var (
 	KubernetesMinors = []KubernetesMinor{
-		{Minor: "v1.30", PauseImage: UpstreamPause + ":3.9", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.31", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.32", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.33", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.34", PauseImage: UpstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.35", PauseImage: UpstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3}},
-		{Minor: "v1.36", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3}},
+		{Minor: "v1.30", PauseImage: UpstreamPause + ":3.9", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.1.0", "2.0.0", "1.7.13", "1.6.28"}, EndOfLife: "2025-07-15"},
+		{Minor: "v1.31", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.1.0", "2.0.0", "1.7.20", "1.6.34"}, EndOfLife: "2025-11-11"},
+		{Minor: "v1.32", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.1.0", "2.0.1", "1.7.24", "1.6.36"}, EndOfLife: "2026-02-28"},
+		{Minor: "v1.33", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.1.0", "2.0.4", "1.7.24", "1.6.36"}, EndOfLife: "2026-06-28"},
+		{Minor: "v1.34", PauseImage: UpstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.1.3", "2.0.6", "1.7.28", "1.6.39"}, EndOfLife: "2026-10-28"},
+		{Minor: "v1.35", PauseImage: UpstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3},
+			Containerd: []string{"2.2.0", "2.1.5", "1.7.28"}, EndOfLife: "2027-02-28"},
+		{Minor: "v1.36", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3},
+			Containerd: []string{"2.3.0", "2.2.0"}, EndOfLife: "2027-06-28", WindowsServer: []string{"2022", "2025"}},
+		{Minor: "v1.37", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3},
+			Containerd: []string{"2.4.0", "2.3.0"}, EndOfLife: "2027-10-28", WindowsServer: []string{"2022", "2025"}},
 	}
 	ContainerdMinors = []ContainerdMinor{
-		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6"},
-		{Minor: "2.0", ConfigVersion: 3, RuncVersion: "v1.3.6"},
-		{Minor: "2.1", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0"},
-		{Minor: "2.2", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.6"},
-		{Minor: "2.3", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.5.2"},
+		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6", EndOfLife: "2026-09-30", LTS: true},
+		{Minor: "2.0", ConfigVersion: 3, RuncVersion: "v1.3.6", EndOfLife: "2027-03-31", LTS: true},
+		{Minor: "2.1", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.0", EndOfLife: "2026-07-03"},
+		{Minor: "2.2", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.3.6", EndOfLife: "2026-11-06"},
+		{Minor: "2.3", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.5.2", EndOfLife: "2028-04-30", LTS: true},
+		{Minor: "2.4", ConfigVersion: 3, CNIBinDirs: true, RuncVersion: "v1.5.2", EndOfLife: "2027-05-16"},
 	}
 	CNIPluginsMajors = []CNIPluginsMajor{
 		{Major: "v1"},
@@ -366,6 +418,54 @@ func nearest[R any](series string, rows []R, id func(R) string) R {
 // facts it takes.
 func unlistedWarning(key, version, unlisted, row, facts string) string {
 	return fmt.Sprintf("%s %s: %s is not in kubenode-bake's version table; using %s's facts (%s)", key, version, unlisted, row, facts)
+}
+
+// CheckContainerd refuses a containerd release that containerd's Kubernetes
+// support matrix excludes for the Kubernetes release's minor: a release of
+// a containerd minor older than every minor the matrix lists, or older
+// than the matrix's oldest recommended release of its minor. A minor newer
+// than those listed passes: the matrix is written at the Kubernetes
+// release, and a later containerd still serves CRI v1.
+func CheckContainerd(k KubernetesRelease, c ContainerdRelease) error {
+	if len(k.Containerd) == 0 {
+		return nil
+	}
+	minor := func(v string) string {
+		if p := parseVersion(v); len(p) >= 2 {
+			return fmt.Sprintf("%d.%d", p[0], p[1])
+		}
+		return v
+	}
+	cm := minor(c.Version)
+	listed := make([]string, len(k.Containerd))
+	for i, r := range k.Containerd {
+		listed[i] = r + "+"
+		if minor(r) == cm && CompareVersions(c.Version, r) >= 0 {
+			return nil
+		}
+	}
+	newest := k.Containerd[0]
+	for _, r := range k.Containerd {
+		if CompareVersions(r, newest) > 0 {
+			newest = r
+		}
+	}
+	if CompareVersions(cm, minor(newest)) > 0 {
+		return nil
+	}
+	return fmt.Errorf("containerd_version: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); use one of those",
+		c.Version, k.Minor, strings.Join(listed, ", "))
+}
+
+// WindowsWarning says when Kubernetes' documentation does not support the
+// Windows Server release for the Kubernetes release's minor; "" when it
+// does or the table does not record it.
+func (k KubernetesRelease) WindowsWarning(w WindowsRelease) string {
+	if k.WindowsServer == nil || slices.Contains(k.WindowsServer, w.Version) {
+		return ""
+	}
+	return fmt.Sprintf("windows_version %s: Kubernetes %s supports Windows nodes on Windows Server %s only; an image for Windows Server %s is built, but its node runs outside what Kubernetes tests",
+		w.Version, k.Minor, strings.Join(k.WindowsServer, " and "), w.Version)
 }
 
 // LookupKubernetes finds a Kubernetes release: any patch release vX.Y.Z of
@@ -551,9 +651,9 @@ func CompareVersions(a, b string) int {
 // >= 1.27 for Kubernetes >= 1.27); each row is the Kubernetes minor and the
 // newest cri-tools release of the same minor, which a build installs when
 // `crictl_version` is unset. Read from the repository's release tags
-// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0), and v1.36.0 as
-// the Go module proxy serves sigs.k8s.io/cri-tools@v1.36.0 (its go.mod
-// requires k8s.io/cri-api v0.36.0). Downloads:
+// (v1.30.1, v1.31.1, v1.32.0, v1.33.0, v1.34.0, v1.35.0), and v1.36.0 and
+// v1.37.0 as the Go module proxy serves sigs.k8s.io/cri-tools@v1.36.0 and
+// @v1.37.0 (their go.mod requires k8s.io/cri-api v0.36.0, v0.37.0). Downloads:
 // crictl-<v>-<os>-amd64.tar.gz (crictl or crictl.exe alone) with a
 // .sha256 beside it holding the bare digest (cri-tools hack/release.sh).
 type CrictlRow struct {
@@ -595,6 +695,7 @@ var CrictlRows = []CrictlRow{
 	{Minor: "v1.34", Version: "v1.34.0"},
 	{Minor: "v1.35", Version: "v1.35.0"},
 	{Minor: "v1.36", Version: "v1.36.0"},
+	{Minor: "v1.37", Version: "v1.37.0"},
 }
 
 // LookupCrictl finds the crictl release to install: v, any release vX.Y.Z

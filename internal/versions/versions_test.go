@@ -96,6 +96,8 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 		{"v1.35.4", "v1.35", "3.10.1", false, []int{2, 3}},
 		// containerd recommends 2.3.0+ and 2.2.0+ only for v1.36.
 		{"v1.36.0", "v1.36", "3.10.2", false, []int{3}},
+		// and 2.4.0+ and 2.3.0+ for v1.37.
+		{"v1.37.2", "v1.37", "3.10.2", false, []int{3}},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			k, err := LookupKubernetes(tc.version)
@@ -109,7 +111,7 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 			assert.Empty(t, k.Warning())
 		})
 	}
-	assert.Len(t, KubernetesMinors, 7, "a new row gets its facts asserted here")
+	assert.Len(t, KubernetesMinors, 8, "a new row gets its facts asserted here")
 }
 
 func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
@@ -126,6 +128,7 @@ func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
 		{"2.1.5", 3, true, "v1.3.0"},
 		{"2.2.1", 3, true, "v1.3.6"},
 		{"2.3.7", 3, true, "v1.5.2"},
+		{"2.4.2", 3, true, "v1.5.2"},
 	} {
 		c, err := LookupContainerd(tc.version)
 		require.NoError(t, err, tc.version)
@@ -144,8 +147,8 @@ func TestContainerdAndCNIPluginsAnyPatchOfAKnownRelease(t *testing.T) {
 // Unknown minors, pre-releases and misspelt versions are refused, each
 // error naming its key and what is allowed.
 func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
-	knownK8s := "any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35, v1.36"
-	knownCtr := "any release X.Y.Z of the minor releases 1.7, 2.0, 2.1, 2.2, 2.3"
+	knownK8s := "any release vX.Y.Z of the minor releases v1.30, v1.31, v1.32, v1.33, v1.34, v1.35, v1.36, v1.37"
+	knownCtr := "any release X.Y.Z of the minor releases 1.7, 2.0, 2.1, 2.2, 2.3, 2.4"
 	knownCNI := "any release vX.Y.Z of the major releases v1"
 	for _, tc := range []struct {
 		lookup func(string) error
@@ -153,7 +156,7 @@ func TestLookupsRefuseWhatTheTableDoesNotKnow(t *testing.T) {
 		want   string
 	}{
 		{kubernetes, "v1.20.0", `kubernetes_version: v1.20.0 is a release of v1.20, which is not in kubenode-bake's version table; allowed: ` + knownK8s},
-		{kubernetes, "v1.37.1", `kubernetes_version: v1.37.1 is a release of v1.37, which is not in kubenode-bake's version table; allowed: ` + knownK8s +
+		{kubernetes, "v1.38.1", `kubernetes_version: v1.38.1 is a release of v1.38, which is not in kubenode-bake's version table; allowed: ` + knownK8s +
 			", or any release with allow_unlisted_version = true"},
 		{kubernetes, "v1.35.0-rc.1", `kubernetes_version: "v1.35.0-rc.1" is a pre-release; kubenode-bake installs releases only; allowed: ` + knownK8s},
 		{kubernetes, "1.33.13", `kubernetes_version: "1.33.13": write it v1.33.13 (releases are vX.Y.Z); allowed: ` + knownK8s},
@@ -242,7 +245,7 @@ func TestLookupsAllowUnlisted(t *testing.T) {
 	for _, err := range []error{
 		errOf(LookupKubernetes("v1.99.0-rc.1", allow)),
 		errOf(LookupKubernetes("1.99.0", allow)),
-		errOf(LookupContainerd("2.4.0-beta.0", allow)),
+		errOf(LookupContainerd("2.5.0-beta.0", allow)),
 		errOf(LookupCrictl("v1.99", KubernetesRelease{}, allow)),
 		errOf(LookupCNIPlugins("v2.0.0-rc1", allow)),
 	} {
@@ -578,4 +581,134 @@ func TestCrictlReleasePerKubernetesMinor(t *testing.T) {
 	}
 	assert.Len(t, CrictlRows, len(KubernetesMinors), "a crictl row for every Kubernetes minor")
 
+}
+
+// containerd's Kubernetes support matrix, as the table holds it: each
+// minor's recommended releases, and the config versions that follow from
+// them.
+func TestContainerdMatrixPerMinor(t *testing.T) {
+	want := map[string][]string{
+		"v1.30": {"2.1.0", "2.0.0", "1.7.13", "1.6.28"},
+		"v1.31": {"2.1.0", "2.0.0", "1.7.20", "1.6.34"},
+		"v1.32": {"2.1.0", "2.0.1", "1.7.24", "1.6.36"},
+		"v1.33": {"2.1.0", "2.0.4", "1.7.24", "1.6.36"},
+		"v1.34": {"2.1.3", "2.0.6", "1.7.28", "1.6.39"},
+		"v1.35": {"2.2.0", "2.1.5", "1.7.28"},
+		"v1.36": {"2.3.0", "2.2.0"},
+		"v1.37": {"2.4.0", "2.3.0"},
+	}
+	for _, r := range KubernetesMinors {
+		assert.Equal(t, want[r.Minor], r.Containerd, r.Minor)
+		// The config versions are those of the listed minors the table has.
+		var cfg []int
+		for _, v := range r.Containerd {
+			assert.Regexp(t, releaseVersion, v, r.Minor)
+			for _, c := range ContainerdMinors {
+				if strings.HasPrefix(v, c.Minor+".") && !slices.Contains(cfg, c.ConfigVersion) {
+					cfg = append(cfg, c.ConfigVersion)
+				}
+			}
+		}
+		slices.Sort(cfg)
+		assert.Equal(t, cfg, r.ContainerdConfigVersions, "%s: config versions of the matrix's minors", r.Minor)
+		assert.Regexp(t, `^20[0-9]{2}-[01][0-9]-[0-3][0-9]$`, r.EndOfLife, r.Minor)
+		for _, w := range r.WindowsServer {
+			assert.NoError(t, errOf(LookupWindows(w)), "%s: Windows Server %s is a row", r.Minor, w)
+		}
+	}
+	assert.Len(t, want, len(KubernetesMinors), "a new row gets its matrix asserted here")
+	var lts []string
+	for _, c := range ContainerdMinors {
+		assert.Regexp(t, `^20[0-9]{2}-[01][0-9]-[0-3][0-9]$`, c.EndOfLife, c.Minor)
+		if c.LTS {
+			lts = append(lts, c.Minor)
+		}
+	}
+	assert.Equal(t, []string{"1.7", "2.0", "2.3"}, lts, "containerd's LTS lines (RELEASES.md)")
+}
+
+// Validation accepts a Kubernetes release with the containerd releases
+// containerd's matrix recommends for its minor, and refuses what the
+// matrix excludes, naming the releases it lists.
+func TestCheckContainerd(t *testing.T) {
+	for _, tc := range []struct {
+		k8s, ctr string
+		ok       bool
+	}{
+		{"v1.37.0", "2.4.0", true},
+		{"v1.37.2", "2.4.2", true},
+		{"v1.37.2", "2.3.0", true},
+		{"v1.37.2", "2.3.7", true},
+		{"v1.37.2", "2.2.9", false}, // 2.2 is not listed for v1.37
+		{"v1.37.2", "2.1.4", false},
+		{"v1.37.2", "2.0.14", false},
+		{"v1.37.2", "1.7.35", false}, // and has no RuntimeConfig, which v1.38 requires
+		{"v1.36.3", "2.2.0", true},
+		{"v1.36.3", "2.4.2", true}, // newer than the matrix of the minor: CRI v1 still
+		{"v1.36.3", "2.1.9", false},
+		{"v1.36.3", "1.7.35", false},
+		{"v1.35.4", "2.1.5", true},
+		{"v1.35.4", "2.1.4", false}, // below 2.1.5+
+		{"v1.35.4", "2.0.14", false},
+		{"v1.35.4", "1.7.28", true},
+		{"v1.34.3", "1.7.27", false}, // below 1.7.28+
+		{"v1.34.3", "2.0.6", true},
+		{"v1.34.3", "2.0.5", false},
+		{"v1.34.3", "2.3.7", true},
+		{"v1.33.13", "2.1.4", true}, // the defaults
+		{"v1.33.13", "2.0.3", false},
+		{"v1.30.14", "1.7.13", true},
+		{"v1.30.14", "1.7.12", false},
+	} {
+		k, err := LookupKubernetes(tc.k8s)
+		require.NoError(t, err)
+		c, err := LookupContainerd(tc.ctr)
+		require.NoError(t, err)
+		err = CheckContainerd(k, c)
+		if tc.ok {
+			assert.NoError(t, err, "%s with containerd %s", tc.k8s, tc.ctr)
+			continue
+		}
+		require.Error(t, err, "%s with containerd %s", tc.k8s, tc.ctr)
+		assert.Contains(t, err.Error(), "containerd_version: containerd's Kubernetes support matrix does not list containerd "+tc.ctr+" for Kubernetes "+k.Minor+
+			" (it lists "+strings.Join(k.Containerd, "+, ")+"+); use one of those")
+	}
+	k, err := LookupKubernetes("v1.37.2")
+	require.NoError(t, err)
+	assert.Contains(t, errString2(CheckContainerd(k, ContainerdRelease{Version: "2.2.9"})), "(it lists 2.4.0+, 2.3.0+)")
+	assert.NoError(t, CheckContainerd(KubernetesRelease{}, ContainerdRelease{Version: "1.7.0"}), "no matrix, no refusal")
+	// The defaults go together.
+	kd, err := LookupKubernetes("")
+	require.NoError(t, err)
+	cd, err := LookupContainerd("")
+	require.NoError(t, err)
+	assert.NoError(t, CheckContainerd(kd, cd))
+}
+
+func errString2(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Kubernetes' Windows support, where the table records it: v1.37 supports
+// Windows Server 2022 and 2025, not 2019.
+func TestWindowsWarning(t *testing.T) {
+	k, err := LookupKubernetes("v1.37.2")
+	require.NoError(t, err)
+	for _, tc := range []struct{ windows, want string }{
+		{"2019", "windows_version 2019: Kubernetes v1.37 supports Windows nodes on Windows Server 2022 and 2025 only; an image for Windows Server 2019 is built, but its node runs outside what Kubernetes tests"},
+		{"2022", ""},
+		{"2025", ""},
+	} {
+		w, err := LookupWindows(tc.windows)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, k.WindowsWarning(w), tc.windows)
+	}
+	old, err := LookupKubernetes("v1.33.13")
+	require.NoError(t, err)
+	w, err := LookupWindows("2019")
+	require.NoError(t, err)
+	assert.Empty(t, old.WindowsWarning(w), "not recorded for v1.33: no warning")
 }

@@ -41,13 +41,13 @@ type Config struct {
 	// (`uname -s` answers on Linux).
 	GuestOS string `mapstructure:"guest_os_type"`
 	// Kubernetes release of the kubelet, kubeadm and kubectl, `vX.Y.Z`: any
-	// patch release of a minor in the version table (v1.30 to v1.36; see
+	// patch release of a minor in the version table (v1.30 to v1.37; see
 	// docs/bake.md); pre-releases are refused. The bake checks on the guest
 	// that the kubelet and kubeadm it installs report this version. Default
 	// `v1.33.13`.
 	KubernetesVersion string `mapstructure:"kubernetes_version"`
 	// containerd release, `X.Y.Z` without a `v`: any patch release of a
-	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3). Default `2.1.4`.
+	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3, 2.4). Default `2.1.4`.
 	// Linux with `containerd_source = "package"` uses the distribution's
 	// containerd instead.
 	ContainerdVersion string `mapstructure:"containerd_version"`
