@@ -100,12 +100,13 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 // port the builder logs to output_directory/serial.log.
 const serialPrefix = "kubenode-bootstrap:"
 
-// WindowsSerialWriter defines Write-KubenodeSerial, which writes a line,
-// prefix and UTC time first, to the host output and to COM1. A missing or
-// busy port never stops the script: the write is best effort.
-func WindowsSerialWriter(s *powershell.Script, prefix string) {
+// WindowsSerialWriter is the PowerShell function Write-KubenodeSerial,
+// without a line end after it: it writes a line, prefix and UTC time
+// first, to the host output and to COM1. A missing or busy port never
+// stops the script: the write is best effort.
+func WindowsSerialWriter(prefix string) string {
 	fn := scripts.RenderString("serial-writer.ps1.tmpl", serialWriterInput{Prefix: prefix})
-	s.Line("%s", strings.TrimSuffix(fn, "\r\n"))
+	return strings.TrimSuffix(fn, "\r\n")
 }
 
 // Network Location Awareness classifies a new adapter some time after the

@@ -158,7 +158,7 @@ const CloudbaseInitUnattendCommand = `"` + cloudbaseInitExe + `" --config-file "
 func windowsCloudbaseInit(p Plan) []byte {
 	ver := p.CloudbaseInit.Version
 	service, unattend := p.cloudbaseInitConfigs()
-	return generalizeTemplates.Render("cloudbase-init.ps1.tmpl", struct {
+	return templates.Render("cloudbase-init.ps1.tmpl", struct {
 		Version, MSI, InstallLog, Exe, Service, JoinerDir, SentinelDir string
 		MSIArgs                                                        []string
 		RestartRequired                                                int
@@ -183,7 +183,7 @@ func windowsCloudbaseInit(p Plan) []byte {
 // configuration, as it does until kubeadm writes it).
 func windowsKubeletWrapperScript() string {
 	argv := units.WindowsKubeletArgs()
-	return generalizeTemplates.RenderString("start-kubelet.ps1.tmpl", struct {
+	return templates.RenderString("start-kubelet.ps1.tmpl", struct {
 		KubeadmFlags, Kubelet string
 		ImageArgs             []string
 	}{KubeadmFlags: windowsKubeadmFlags, Kubelet: argv[2], ImageArgs: argv[3:]})

@@ -73,5 +73,5 @@ func windowsPermissions(p Plan) []byte {
 		}
 		in.Dirs = append(in.Dirs, windowsLockedGrants{Path: d.Path, Grants: grants})
 	}
-	return generalizeTemplates.Render("permissions.ps1.tmpl", in)
+	return templates.Render("permissions.ps1.tmpl", in)
 }

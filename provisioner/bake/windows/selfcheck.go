@@ -43,5 +43,5 @@ func selfCheck(c node.SelfCheck, clusterAPI *clusterAPISelfCheckInput) []byte {
 	if len(c.Images) > 0 {
 		in.Images = node.NormalizedImages(c.Images)
 	}
-	return generalizeTemplates.Render("self-check.ps1.tmpl", in)
+	return templates.Render("self-check.ps1.tmpl", in)
 }

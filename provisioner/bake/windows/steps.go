@@ -13,9 +13,9 @@ import (
 // The Windows bake's PowerShell, rendered from a Plan. Every script
 // checks before it acts and prints one line per thing it did ("changed:
 // ...") or found done ("ok: ..."), which the Packer UI shows; running a
-// script twice changes nothing the second time. The scripts are template
-// files in scripts/steps (templates_steps.go); values go into them only
-// through powershell.Quote and powershell.Array.
+// script twice changes nothing the second time. The steps' scripts are
+// template files in scripts/steps (templates.go); values go into them only
+// through the templates' quoting functions.
 
 // Step names of the Windows bake, in order.
 const (

@@ -121,7 +121,7 @@ func firstBootDirs(p Plan) []string {
 func firstBootPrepare(p Plan) string {
 	in := newSysprepInput(p)
 	in.FirstBootDirs = firstBootDirs(p)
-	return generalizeTemplates.RenderString("first-boot-prepare.lf.ps1.tmpl", in)
+	return templates.RenderString("first-boot-prepare.lf.ps1.tmpl", in)
 }
 
 // GuestFile is a file the flow uploads to the guest as it is.
@@ -154,7 +154,7 @@ func FirstBootFiles(p Plan) []GuestFile {
 // finished: what its plugins do stays), and deletes itself. A failing
 // first-boot script stops none of that: its transcript says what failed.
 func windowsSetupCompleteCmd(p Plan) string {
-	return generalizeTemplates.RenderString("setup-complete.cmd.tmpl", newSysprepInput(p))
+	return templates.RenderString("setup-complete.cmd.tmpl", newSysprepInput(p))
 }
 
 // windowsFirstBoot is the script each clone runs once, as SYSTEM, from
@@ -171,7 +171,7 @@ func windowsSetupCompleteCmd(p Plan) string {
 // and runs even if one before it failed; each line goes to the transcript
 // (windowsFirstBootLog) and COM1.
 func windowsFirstBoot(p Plan) []byte {
-	return generalizeTemplates.Render("first-boot.ps1.tmpl", newSysprepInput(p))
+	return templates.Render("first-boot.ps1.tmpl", newSysprepInput(p))
 }
 
 // windowsTransportCloser closes what carries this session, WinRM's Basic
@@ -181,7 +181,7 @@ func windowsFirstBoot(p Plan) []byte {
 // closing command that fails cannot leave the build VM running. It
 // travels as -EncodedCommand: it has no byte-order mark.
 func windowsTransportCloser() string {
-	return generalizeTemplates.RenderString("closer.ps1.tmpl", newSysprepInput(Plan{}))
+	return templates.RenderString("closer.ps1.tmpl", newSysprepInput(Plan{}))
 }
 
 // windowsSysprep is the sysprep step's script: it closes the build's
@@ -192,7 +192,7 @@ func windowsSysprep(p Plan) []byte {
 	in := newSysprepInput(p)
 	in.FirstBootPaths = firstBootPaths(p)
 	in.Closer = windowsTransportCloser()
-	return generalizeTemplates.Render("sysprep.ps1.tmpl", in)
+	return templates.Render("sysprep.ps1.tmpl", in)
 }
 
 // windowsSysprepArgs generalizes for VMs on this hypervisor (/mode:vm keeps

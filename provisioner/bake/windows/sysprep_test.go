@@ -394,7 +394,7 @@ func TestEachCloneMakesItsOwnAdministratorPassword(t *testing.T) {
 		"$random = [System.Security.Cryptography.RandomNumberGenerator]::Create()",
 		"$password = New-Object -TypeName System.Security.SecureString",
 		fmt.Sprintf("for ($i = 0; $i -lt %d; $i++) {", PasswordLength),
-		"$classes = " + psList(PasswordClasses),
+		"$classes = " + quotedList(PasswordClasses),
 		"Set-LocalUser -SID $admin.SID -Password $password",
 		"$admin = Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' }",
 	} {
@@ -438,7 +438,7 @@ func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
 	} {
 		assert.Contains(t, script, want, what)
 	}
-	assert.Contains(t, script, "$rule in "+psList(autounattend.WindowsFirewallRules))
+	assert.Contains(t, script, "$rule in "+quotedList(autounattend.WindowsFirewallRules))
 	for _, rule := range autounattend.WindowsFirewallRules {
 		assert.Contains(t, script, "'"+rule+"'")
 	}

@@ -45,7 +45,7 @@ const (
 
 // windowsAutomaticUpdatesOff sets the policy's NoAutoUpdate.
 func windowsAutomaticUpdatesOff() []byte {
-	return generalizeTemplates.Render("automatic-updates.ps1.tmpl", struct{ PolicyKey string }{autoUpdatePolicyKey})
+	return templates.Render("automatic-updates.ps1.tmpl", struct{ PolicyKey string }{autoUpdatePolicyKey})
 }
 
 // Result codes of the agent's IUpdateDownloadResult, IInstallationResult
@@ -87,7 +87,7 @@ func newWindowsUpdateInput(staging string, timeout time.Duration) windowsUpdateI
 // restarts and runs it again until it finds nothing left to do. The
 // worker the SYSTEM task runs goes in a here-string.
 func windowsUpdateScript(staging string, timeout time.Duration) []byte {
-	return generalizeTemplates.Render("windows-update.ps1.tmpl", newWindowsUpdateInput(staging, timeout))
+	return templates.Render("windows-update.ps1.tmpl", newWindowsUpdateInput(staging, timeout))
 }
 
 // windowsUpdateWorker is the script the SYSTEM task runs, logging to log;
@@ -95,5 +95,5 @@ func windowsUpdateScript(staging string, timeout time.Duration) []byte {
 func windowsUpdateWorker(log string) string {
 	in := newWindowsUpdateInput("", 0)
 	in.Log = log
-	return generalizeTemplates.RenderString("windows-update-worker", in)
+	return templates.RenderString("windows-update-worker", in)
 }
