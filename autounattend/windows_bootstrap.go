@@ -1,9 +1,7 @@
 package autounattend
 
 import (
-	"bytes"
 	"embed"
-	"io/fs"
 	"strconv"
 	"strings"
 	"text/template"
@@ -51,7 +49,7 @@ var scriptFiles embed.FS
 // scripts are the PowerShell templates: every value they print goes
 // through powershell.Quote (q) or powershell.Array (array), or is a number
 // (num). They are stored with LF line ends and read with CRLF, Windows'.
-var scripts = scripttmpl.MustParse(crlfFS{scriptFiles}, scriptPattern, scriptFuncs, scriptSafe...)
+var scripts = scripttmpl.MustParse(scripttmpl.CRLF(scriptFiles), scriptPattern, scriptFuncs, scriptSafe...)
 
 const scriptPattern = "scripts/*.ps1.tmpl"
 
@@ -120,18 +118,6 @@ const (
 	networkRetrySeconds = 5
 	networkWaitMinutes  = 5
 )
-
-// crlfFS reads its files with CRLF line ends: the script templates are
-// stored with LF, and PowerShell on Windows reads CRLF.
-type crlfFS struct{ fs.FS }
-
-func (f crlfFS) ReadFile(name string) ([]byte, error) {
-	b, err := fs.ReadFile(f.FS, name)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")), nil
-}
 
 // WindowsSeed returns the seed disc for w: the answer file and the bootstrap
 // script, under WindowsSeedLabel. Attach it as a CD-ROM beside the install

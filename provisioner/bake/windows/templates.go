@@ -1,11 +1,8 @@
 package windows
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,16 +19,16 @@ import (
 // fragments they share), update, clusterapi, permissions, selfcheck and
 // sysprep. scripts/common holds the header every script starts with and
 // the helper functions a script defines before its body. The files are
-// kept with LF line ends and parsed with CRLF ones (crlfFS): every line a
-// template writes ends with CRLF, and a value keeps its own line ends. A
-// file named *.lf.* keeps LF.
+// kept with LF line ends and parsed with CRLF ones (scripttmpl.CRLF):
+// every line a template writes ends with CRLF, and a value keeps its own
+// line ends. A file named *.lf.* keeps LF.
 //
 //go:embed scripts/*/*.tmpl
 var templateFiles embed.FS
 
 // templates are those files, parsed once. Every value they print goes
 // through one of safeFuncs.
-var templates = scripttmpl.MustParse(crlfFS{templateFiles}, "scripts/*/*.tmpl", funcs, safeFuncs...)
+var templates = scripttmpl.MustParse(scripttmpl.CRLF(templateFiles), "scripts/*/*.tmpl", funcs, safeFuncs...)
 
 // renderStep renders the script of scripts/steps/<step>.ps1.tmpl.
 func renderStep(step string, data any) []byte {
@@ -141,14 +138,3 @@ func cmdWord(s string) string {
 // serialWriter is the answer file's Write-KubenodeSerial, whose lines
 // start with prefix.
 func serialWriter(prefix string) string { return autounattend.WindowsSerialWriter(prefix) }
-
-// crlfFS reads its files with CRLF line ends, but those named *.lf.*.
-type crlfFS struct{ fs.FS }
-
-func (c crlfFS) ReadFile(name string) ([]byte, error) {
-	b, err := fs.ReadFile(c.FS, name)
-	if err != nil || strings.Contains(path.Base(name), ".lf.") {
-		return b, err
-	}
-	return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")), nil
-}

@@ -51,7 +51,7 @@ func TestScriptsAreTemplates(t *testing.T) {
 	}
 }
 
-// The template files have LF line ends: crlfFS makes them CRLF, and a CR
+// The template files have LF line ends: scripttmpl.CRLF makes them CRLF, and a CR
 // in a file would be doubled.
 func TestTemplateFilesHaveLF(t *testing.T) {
 	require.NoError(t, fs.WalkDir(templateFiles, ".", func(p string, d fs.DirEntry, err error) error {
