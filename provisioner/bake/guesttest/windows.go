@@ -321,6 +321,10 @@ const windowsQueryMarker = "# kubenode-bake query: "
 // name not in it panics, as an unknown step does.
 var windowsQueries = map[string]func(g *Windows, script string) (string, int){
 	"staging": (*Windows).makeDirs,
+	// The sysprep step's preparation makes the first-boot files' folders
+	// and sets an existing SetupComplete.cmd aside, which the double
+	// plays from its lines.
+	"first-boot-prepare": (*Windows).makeDirs,
 	"boot-check": func(g *Windows, _ string) (string, int) {
 		g.Log = append(g.Log, "boot-check")
 		boot, servicing := g.Boot, false
@@ -343,24 +347,19 @@ var windowsQueries = map[string]func(g *Windows, script string) (string, int){
 	"joiner-version": func(*Windows, string) (string, int) { return "joiner v0.9.1\r\n", 0 },
 }
 
-// query answers a -EncodedCommand script by the name on its first line.
-// The sysprep step's preparation comes without one: it makes folders and
-// sets an existing SetupComplete.cmd aside, which the double plays from
-// its lines.
+// query answers a -EncodedCommand script by the name on its first line;
+// a script without one panics.
 func (g *Windows) query(script string) (string, int) {
 	first, _, _ := strings.Cut(script, "\n")
 	name, named := strings.CutPrefix(strings.TrimSpace(first), windowsQueryMarker)
-	switch {
-	case named:
-		answer, ok := windowsQueries[name]
-		if !ok {
-			panic(fmt.Sprintf("guesttest: the Windows double knows no query %q: add it to windowsQueries with what the guest answers", name))
-		}
-		return answer(g, script)
-	case strings.HasPrefix(script, "New-Item -ItemType Directory"):
-		return g.makeDirs(script)
+	if !named {
+		panic("guesttest: the Windows double got an -EncodedCommand script without a query name (" + windowsQueryMarker + "<name>): " + script)
 	}
-	panic("guesttest: the Windows double got an -EncodedCommand script without a query name (" + windowsQueryMarker + "<name>): " + script)
+	answer, ok := windowsQueries[name]
+	if !ok {
+		panic(fmt.Sprintf("guesttest: the Windows double knows no query %q: add it to windowsQueries with what the guest answers", name))
+	}
+	return answer(g, script)
 }
 
 // makeDirs plays a script that makes folders and may set a file aside.

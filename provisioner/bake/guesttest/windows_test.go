@@ -59,7 +59,32 @@ func TestWindowsRefusesUnknownStepsAndQueries(t *testing.T) {
 	assert.Panics(t, func() {
 		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: encoded("# kubenode-bake query: unheard-of\n'kubenode-os: '")})
 	})
-	assert.Panics(t, func() {
-		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: encoded("(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber")})
-	})
+	for _, unnamed := range []string{
+		"(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber",
+		"New-Item -ItemType Directory -Force -Path @('C:\\Windows\\Setup\\Scripts') | Out-Null",
+	} {
+		assert.Panics(t, func() {
+			_ = NewWindows().Start(context.Background(), &packersdk.RemoteCmd{Command: encoded(unnamed)})
+		}, unnamed)
+	}
+}
+
+// The sysprep step's preparation makes its folders and sets aside a
+// SetupComplete.cmd that is not kubenode's.
+func TestWindowsPlaysFirstBootPrepare(t *testing.T) {
+	g := NewWindows()
+	require.NoError(t, g.Upload("C:/Windows/Setup/Scripts/SetupComplete.cmd", strings.NewReader("@echo off\r\n"), nil))
+	script := "# kubenode-bake query: first-boot-prepare\n" +
+		"New-Item -ItemType Directory -Force -Path @('C:\\Windows\\Setup\\Scripts', 'C:\\Windows\\Panther\\kubenode') | Out-Null\n" +
+		"$setup = 'C:\\Windows\\Setup\\Scripts\\SetupComplete.cmd'\n" +
+		"$before = 'C:\\Windows\\Setup\\Scripts\\SetupComplete.before.cmd'\n" +
+		"if ((Test-Path -LiteralPath $setup) -and -not (Select-String -LiteralPath $setup -SimpleMatch -Quiet -Pattern 'rem kubenode')) {\n" +
+		"    Move-Item -LiteralPath $setup -Destination $before\n" +
+		"}\n"
+	out, code := run(t, g, encoded(script))
+	assert.Equal(t, 0, code, out)
+	assert.True(t, g.Dirs["c:/windows/panther/kubenode"])
+	assert.Contains(t, g.Files, "C:/Windows/Setup/Scripts/SetupComplete.before.cmd")
+	assert.NotContains(t, g.Files, "C:/Windows/Setup/Scripts/SetupComplete.cmd")
+	assert.Equal(t, "mkdir", g.Log[len(g.Log)-1])
 }

@@ -460,12 +460,13 @@ func powershellEncoded(script string) string {
 // starts with a comment naming it, so the PowerShell log of a guest (and a
 // guest double) tells them apart without reading their code.
 const (
-	queryMarker        = "# kubenode-bake query: "
-	queryStaging       = "staging"
-	queryBootCheck     = "boot-check"
-	queryWindowsBuild  = "windows-build"
-	queryWindowsOS     = "windows-os"
-	queryJoinerVersion = "joiner-version"
+	queryMarker           = "# kubenode-bake query: "
+	queryStaging          = "staging"
+	queryFirstBootPrepare = "first-boot-prepare"
+	queryBootCheck        = "boot-check"
+	queryWindowsBuild     = "windows-build"
+	queryWindowsOS        = "windows-os"
+	queryJoinerVersion    = "joiner-version"
 )
 
 // powershellQuery runs the short script named name as -EncodedCommand,

@@ -117,7 +117,8 @@ func firstBootDirs(p Plan) []string {
 // already there that is not ours (the base image's, or an earlier
 // provisioner's) is renamed windowsSetupCompleteBefore, which ours calls;
 // when that name is taken too, it fails rather than lose either. It
-// travels as -EncodedCommand, its lines ended with LF.
+// travels as -EncodedCommand after its query name's line (powershellQuery),
+// its lines ended with LF like those of the other short scripts.
 func firstBootPrepare(p Plan) string {
 	in := newSysprepInput(p)
 	in.FirstBootDirs = firstBootDirs(p)

@@ -20,7 +20,7 @@ import (
 // of its logs.
 func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
 	if p.Generalize {
-		if _, err := r.Run(ctx, stepSysprep, powershellEncoded(firstBootPrepare(p))); err != nil {
+		if _, err := r.Run(ctx, stepSysprep, powershellQuery(queryFirstBootPrepare, firstBootPrepare(p))); err != nil {
 			return fmt.Errorf("%w\nthe first-boot files were not uploaded: their folders could not be made, or %s could not be set aside", err, windowsSetupComplete)
 		}
 	}
