@@ -35,8 +35,8 @@ func (p Plan) selfCheck() node.SelfCheck {
 	return c
 }
 
-// windowsTimeService is the Windows Time service.
-const windowsTimeService = "W32Time"
+// timeService is the Windows Time service.
+const timeService = "W32Time"
 
 // timeSync starts the Windows Time service at boot. On a computer in
 // no domain it is a trigger-start service (started on domain join), which
@@ -47,8 +47,8 @@ const windowsTimeService = "W32Time"
 // (time.windows.com in a workgroup, the domain hierarchy in a domain).
 func timeSync() []byte {
 	return renderStep(node.StepTimeSync, struct{ Service, Triggers string }{
-		Service:  windowsTimeService,
-		Triggers: `HKLM:\SYSTEM\CurrentControlSet\Services\` + windowsTimeService + `\TriggerInfo`,
+		Service:  timeService,
+		Triggers: `HKLM:\SYSTEM\CurrentControlSet\Services\` + timeService + `\TriggerInfo`,
 	})
 }
 
@@ -66,8 +66,8 @@ func crictl(p Plan) []byte {
 		File:          p.crictlFile(),
 		Tarball:       p.Staging + `\` + p.crictlFile(),
 		Unpacked:      p.Staging + `\crictl`,
-		Exe:           windowsContainerdDir + `\crictl.exe`,
-		Config:        windowsContainerdDir + `\crictl.yaml`,
+		Exe:           containerdDir + `\crictl.exe`,
+		Config:        containerdDir + `\crictl.yaml`,
 		ConfigContent: crictlConfig,
 	})
 }

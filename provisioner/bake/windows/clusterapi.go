@@ -26,7 +26,7 @@ import (
 //     arranges: started during Setup, a plugin's change can be undone by
 //     Setup. Ours keeps it Manual in the image, and the first-boot
 //     SetupComplete.cmd (sysprep.go) sets it automatic and starts it.
-// The kubelet's service runs a wrapper (windowsKubeletWrapper) that adds
+// The kubelet's service runs a wrapper (kubeletWrapper) that adds
 // the KUBELET_KUBEADM_ARGS kubeadm writes at join, which a service's fixed
 // command line cannot (image-builder's roles/kubernetes tasks/sc.yml says
 // so, and its StartKubelet.ps1 reads the file the same way).
@@ -42,17 +42,17 @@ const (
 	// cloudbaseInitService is the service the MSI installs.
 	cloudbaseInitService = "cloudbase-init"
 	// cloudbaseInitInstallLog is msiexec's verbose log of the install.
-	cloudbaseInitInstallLog = windowsJoinerDir + `\cloudbase-init-install.log`
+	cloudbaseInitInstallLog = joinerDir + `\cloudbase-init-install.log`
 	// ClusterAPISentinelDir is where CABPK's Windows bootstrap writes
 	// bootstrap-success.complete once kubeadm join has succeeded.
 	ClusterAPISentinelDir = `C:\run\cluster-api`
-	// windowsKubeletWrapper is the script the kubelet's service runs.
-	windowsKubeletWrapper = units.WindowsKubeDir + `\StartKubelet.ps1`
-	// windowsKubeadmFlags is where kubeadm join writes KUBELET_KUBEADM_ARGS.
-	windowsKubeadmFlags = `C:\var\lib\kubelet\kubeadm-flags.env`
-	// windowsPowerShellExe by full path: a service's environment is not a
+	// kubeletWrapper is the script the kubelet's service runs.
+	kubeletWrapper = units.WindowsKubeDir + `\StartKubelet.ps1`
+	// kubeadmFlags is where kubeadm join writes KUBELET_KUBEADM_ARGS.
+	kubeadmFlags = `C:\var\lib\kubelet\kubeadm-flags.env`
+	// powerShellExe by full path: a service's environment is not a
 	// logon's.
-	windowsPowerShellExe = `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`
+	powerShellExe = `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`
 )
 
 // cloudbase-init's metadata services (cloudbaseinit.metadata.services.*)
@@ -152,10 +152,10 @@ func (c cloudbaseInitConfig) render(version string) string {
 // configuration, as SYSTEM, before the first logon.
 const CloudbaseInitUnattendCommand = `"` + cloudbaseInitExe + `" --config-file "` + cloudbaseInitUnatt + `"`
 
-// windowsCloudbaseInit installs cloudbase-init from the MSI, writes its
+// cloudbaseInit installs cloudbase-init from the MSI, writes its
 // two configuration files, keeps its service Manual and stopped in the
 // image, and makes the directory CABPK's bootstrap marks success in.
-func windowsCloudbaseInit(p Plan) []byte {
+func cloudbaseInit(p Plan) []byte {
 	ver := p.CloudbaseInit.Version
 	service, unattend := p.cloudbaseInitConfigs()
 	return templates.Render("cloudbase-init.ps1.tmpl", struct {
@@ -165,7 +165,7 @@ func windowsCloudbaseInit(p Plan) []byte {
 		Conf, ConfText, UnattendConf, UnattendConfText                 string
 	}{
 		Version: ver, MSI: p.Files.CloudbaseInit, InstallLog: cloudbaseInitInstallLog, Exe: cloudbaseInitExe,
-		Service: cloudbaseInitService, JoinerDir: windowsJoinerDir, SentinelDir: ClusterAPISentinelDir,
+		Service: cloudbaseInitService, JoinerDir: joinerDir, SentinelDir: ClusterAPISentinelDir,
 		MSIArgs:         []string{"/i", `"` + p.Staging + `\` + p.Files.CloudbaseInit + `"`, "/qn", "/norestart", "/l*v", `"` + cloudbaseInitInstallLog + `"`, "RUN_SERVICE_AS_LOCAL_SYSTEM=1"},
 		RestartRequired: dismRestartRequired,
 		Conf:            cloudbaseInitConf, ConfText: service.render(ver),
@@ -173,7 +173,7 @@ func windowsCloudbaseInit(p Plan) []byte {
 	})
 }
 
-// windowsKubeletWrapperScript is what the kubelet's service runs in a
+// kubeletWrapperScript is what the kubelet's service runs in a
 // Cluster API image: the kubelet with the image's flags, then the
 // KUBELET_KUBEADM_ARGS of kubeadm-flags.env (later flags win, so kubeadm's
 // and the KubeadmConfigTemplate's kubeletExtraArgs override the image's).
@@ -181,12 +181,12 @@ func windowsCloudbaseInit(p Plan) []byte {
 // flags separated by spaces; before the join there is no file and the
 // kubelet runs with the image's flags alone (and fails for want of its
 // configuration, as it does until kubeadm writes it).
-func windowsKubeletWrapperScript() string {
+func kubeletWrapperScript() string {
 	argv := units.WindowsKubeletArgs()
 	return templates.RenderString("start-kubelet.ps1.tmpl", struct {
 		KubeadmFlags, Kubelet string
 		ImageArgs             []string
-	}{KubeadmFlags: windowsKubeadmFlags, Kubelet: argv[2], ImageArgs: argv[3:]})
+	}{KubeadmFlags: kubeadmFlags, Kubelet: argv[2], ImageArgs: argv[3:]})
 }
 
 // kubeletServiceArgv is the kubelet service's command line: kube-log-runner
@@ -196,7 +196,7 @@ func (p Plan) kubeletServiceArgv() []string {
 	if !p.ClusterAPI {
 		return argv
 	}
-	return append(argv[:2:2], windowsPowerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", windowsKubeletWrapper)
+	return append(argv[:2:2], powerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", kubeletWrapper)
 }
 
 // clusterAPISelfCheckInput is what the self-check's Cluster API part
@@ -214,8 +214,8 @@ type cloudbaseInitConfigFile struct {
 	MetadataServices []string
 }
 
-// windowsClusterAPISelfCheck are the Cluster API checks of the self-check.
-func windowsClusterAPISelfCheck(p Plan) *clusterAPISelfCheckInput {
+// clusterAPISelfCheck are the Cluster API checks of the self-check.
+func clusterAPISelfCheck(p Plan) *clusterAPISelfCheckInput {
 	service, unattend := p.cloudbaseInitConfigs()
 	ver := p.CloudbaseInit.Version
 	return &clusterAPISelfCheckInput{
@@ -225,7 +225,7 @@ func windowsClusterAPISelfCheck(p Plan) *clusterAPISelfCheckInput {
 			{Path: cloudbaseInitUnatt, Text: unattend.render(ver), MetadataServices: unattend.MetadataServices},
 		},
 		JoinerService: units.JoinerServiceName, Joiner: units.WindowsJoinerPath,
-		Wrapper: windowsKubeletWrapper, WrapperText: windowsKubeletWrapperScript(),
+		Wrapper: kubeletWrapper, WrapperText: kubeletWrapperScript(),
 		KubeletService: units.KubeletServiceName, SentinelDir: ClusterAPISentinelDir,
 	}
 }

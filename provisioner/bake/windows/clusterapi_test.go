@@ -52,7 +52,7 @@ func TestClusterAPISteps(t *testing.T) {
 
 	kubelet := stepScript(t, capi, stepKubelet)
 	assert.Contains(t, kubelet, `Set-KubenodeFile -Path 'C:\k\StartKubelet.ps1'`)
-	assert.Contains(t, kubelet, `$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log `+windowsPowerShellExe+` -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'`)
+	assert.Contains(t, kubelet, `$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log `+powerShellExe+` -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'`)
 	assert.Contains(t, kubelet, "'start=', 'auto'", "installed, started by the service manager only at boot")
 	assert.NotContains(t, kubelet, "Start-Service -Name 'kubelet'", "the kubelet is not started in the image")
 
@@ -131,7 +131,7 @@ func TestClusterAPIPlanValidate(t *testing.T) {
 // first-boot script and after the SetupComplete.cmd that was there before
 // (which keeps being called), and before it deletes itself.
 func TestClusterAPISetupCompleteStartsCloudbaseInit(t *testing.T) {
-	cmd := windowsSetupCompleteCmd(clusterAPIPlan(t))
+	cmd := setupCompleteCmd(clusterAPIPlan(t))
 	lines := strings.Split(strings.TrimSuffix(cmd, "\r\n"), "\r\n")
 	at := func(prefix string) int {
 		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) })
@@ -139,18 +139,18 @@ func TestClusterAPISetupCompleteStartsCloudbaseInit(t *testing.T) {
 		return i
 	}
 	first := at(`%SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe`)
-	before := at(`if exist "` + windowsSetupCompleteBefore + `" call`)
+	before := at(`if exist "` + setupCompleteBefore + `" call`)
 	auto := at("sc.exe config cloudbase-init start= auto")
 	start := at("sc.exe start cloudbase-init")
 	self := at(`del /f /q "%~f0"`)
 	assert.True(t, first < before && before < auto && auto < start && start < self, "%v", []int{first, before, auto, start, self})
-	assert.NotContains(t, windowsSetupCompleteCmd(basePlan(t)), "cloudbase-init", "a joiner image starts no cloudbase-init")
+	assert.NotContains(t, setupCompleteCmd(basePlan(t)), "cloudbase-init", "a joiner image starts no cloudbase-init")
 }
 
 // The kubelet wrapper puts kubeadm's flags after the image's, so a flag
 // both give takes kubeadm's value.
 func TestKubeletWrapper(t *testing.T) {
-	w := windowsKubeletWrapperScript()
+	w := kubeletWrapperScript()
 	assert.False(t, strings.HasPrefix(w, "\uFEFF"), "compared as text after ReadAllText, which drops a BOM")
 	assert.Contains(t, w, `Get-Content -LiteralPath 'C:\var\lib\kubelet\kubeadm-flags.env'`)
 	assert.Contains(t, w, "KUBELET_KUBEADM_ARGS=")
@@ -176,5 +176,5 @@ func TestRunWindowsClusterAPIOrder(t *testing.T) {
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "restart",
 		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "cloudbase-init", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	require.NotNil(t, g.AtSysprep)
-	assert.Equal(t, windowsSetupCompleteCmd(p), string(g.AtSysprep.Files[remote.UploadPath(windowsSetupComplete)]))
+	assert.Equal(t, setupCompleteCmd(p), string(g.AtSysprep.Files[remote.UploadPath(setupComplete)]))
 }

@@ -29,7 +29,7 @@ func imagesScript(p Plan) []byte {
 		Archives                                       []archive
 		Pull, Refs                                     []string
 	}{
-		Namespace: node.ContainerdK8sNS, Ctr: windowsContainerdDir + `\ctr.exe`, HostsDir: certsDir,
+		Namespace: node.ContainerdK8sNS, Ctr: containerdDir + `\ctr.exe`, HostsDir: certsDir,
 		Pinned: node.PinnedLabel, ListedPrefix: node.ImageListedPrefix,
 		Pull: p.Images.Pull, Refs: p.Images.Refs(),
 	}

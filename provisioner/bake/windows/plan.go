@@ -55,7 +55,7 @@ type Plan struct {
 	CloudbaseInit                 versions.CloudbaseInitRelease
 	CloudbaseInitMetadataServices []string
 	// Staging is the guest directory the artifacts were uploaded to.
-	// Default windowsStaging.
+	// Default: defaultStaging.
 	Staging string
 	// Files are the artifacts' file names in Staging. Default: the names
 	// of the rows' Windows artifacts.
@@ -120,20 +120,20 @@ type Files struct {
 // Guest locations on Windows. The kubelet's and the joiner's come from
 // internal/joinerapi/units, which the joiner uses at run time too.
 const (
-	windowsStaging        = `C:\Windows\Temp\kubenode`
-	windowsContainerdDir  = `C:\Program Files\containerd`
-	windowsContainerdData = `C:\ProgramData\containerd`
-	windowsCNIBinDir      = `C:\opt\cni\bin`
-	windowsCNIConfDir     = `C:\etc\cni\net.d`
-	windowsJoinerDir      = `C:\ProgramData\kubenode`
-	// windowsJoinerConf is internal/joinerapi/config's DefaultPaths().Config on
+	defaultStaging = `C:\Windows\Temp\kubenode`
+	containerdDir  = `C:\Program Files\containerd`
+	containerdData = `C:\ProgramData\containerd`
+	cniBinDir      = `C:\opt\cni\bin`
+	cniConfDir     = `C:\etc\cni\net.d`
+	joinerDir      = `C:\ProgramData\kubenode`
+	// joinerConf is internal/joinerapi/config's DefaultPaths().Config on
 	// Windows (that file builds only for GOOS=windows).
-	windowsJoinerConf    = windowsJoinerDir + `\` + joinerconfig.FileName
-	windowsKubeletFWRule = "kubenode-kubelet"
-	JoinerFileName       = "kubenode-joiner.exe"
-	// windowsRestartMarker is the line the containers-feature and
+	joinerConf     = joinerDir + `\` + joinerconfig.FileName
+	kubeletFWRule  = "kubenode-kubelet"
+	JoinerFileName = "kubenode-joiner.exe"
+	// restartMarker is the line the containers-feature and
 	// windows-update steps print when Windows must restart to finish.
-	windowsRestartMarker = "kubenode-bake: restart required"
+	restartMarker = "kubenode-bake: restart required"
 )
 
 // NoCNIBridge explains why `cni = "bridge"` is refused on Windows: the
@@ -164,7 +164,7 @@ func (p Plan) WithDefaults() Plan {
 		p.HyperV = "auto"
 	}
 	if p.Staging == "" {
-		p.Staging = windowsStaging
+		p.Staging = defaultStaging
 	}
 	if p.RestartTimeout == 0 {
 		p.RestartTimeout = 15 * time.Minute
@@ -194,7 +194,7 @@ func (p Plan) WithDefaults() Plan {
 	return p
 }
 
-var windowsAbsPath = regexp.MustCompile(`^[A-Za-z]:\\[^"'\x60$]*$`)
+var absPath = regexp.MustCompile(`^[A-Za-z]:\\[^"'\x60$]*$`)
 
 // Validate reports every problem at once, each naming its HCL key.
 func (p Plan) Validate() error {
@@ -240,7 +240,7 @@ func (p Plan) Validate() error {
 			add("%s: %s", key, why)
 		}
 	}
-	if !windowsAbsPath.MatchString(p.Staging) {
+	if !absPath.MatchString(p.Staging) {
 		add("staging directory %q: want an absolute Windows path (C:\\...) without quotes, backticks or $", p.Staging)
 	}
 	for name, file := range map[string]string{
@@ -338,11 +338,11 @@ func ContainerdConfig(ctr versions.ContainerdRelease, pause string) string {
 	fmt.Fprintf(&b, "# Written by kubenode-bake for containerd %s on Windows.\n", ctr.Version)
 	fmt.Fprintf(&b, "version = %d\n", ctr.ConfigVersion)
 	b.WriteString(node.ContainerdImports(tomlLiteral(containerdConfD + `\*.toml`)))
-	fmt.Fprintf(&b, "root = %s\n", tomlLiteral(windowsContainerdData+`\root`))
-	fmt.Fprintf(&b, "state = %s\n\n", tomlLiteral(windowsContainerdData+`\state`))
+	fmt.Fprintf(&b, "root = %s\n", tomlLiteral(containerdData+`\root`))
+	fmt.Fprintf(&b, "state = %s\n\n", tomlLiteral(containerdData+`\state`))
 	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", tomlLiteral(`\\.\pipe\containerd-containerd`))
-	cniBin := tomlLiteral(windowsTOMLPath(windowsCNIBinDir))
-	cniConf := tomlLiteral(windowsTOMLPath(windowsCNIConfDir))
+	cniBin := tomlLiteral(tomlPath(cniBinDir))
+	cniConf := tomlLiteral(tomlPath(cniConfDir))
 	binDir := "bin_dir = " + cniBin
 	if ctr.CNIBinDirs {
 		binDir = "bin_dirs = [" + cniBin + "]"
@@ -360,9 +360,9 @@ func ContainerdConfig(ctr versions.ContainerdRelease, pause string) string {
 	return b.String()
 }
 
-// windowsTOMLPath writes C:\opt\cni\bin as c:/opt/cni/bin, the form
+// tomlPath writes C:\opt\cni\bin as c:/opt/cni/bin, the form
 // containerd's Windows documentation and image-builder use.
-func windowsTOMLPath(p string) string {
+func tomlPath(p string) string {
 	return strings.ToLower(p[:1]) + strings.ReplaceAll(p[1:], `\`, "/")
 }
 

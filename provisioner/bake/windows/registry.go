@@ -7,8 +7,8 @@ import (
 // Guest locations of containerd's registry host configuration and of the
 // configuration files containerd's `imports` reads.
 const (
-	certsDir        = windowsContainerdDir + `\certs.d`
-	containerdConfD = windowsContainerdDir + `\conf.d`
+	certsDir        = containerdDir + `\certs.d`
+	containerdConfD = containerdDir + `\conf.d`
 )
 
 // registryHosts is linuxRegistryHosts for Windows: the data of the

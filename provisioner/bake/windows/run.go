@@ -63,22 +63,22 @@ func (u Upload) name() string {
 // commands fail while the machine is down, then it answers again). Tests
 // shrink these.
 var (
-	windowsRestartBackoff = retry.Backoff{InitialBackoff: 5 * time.Second, MaxBackoff: 30 * time.Second, Multiplier: 1.5}
-	// windowsRestartAttempt bounds one check: a connection to a machine that
+	restartBackoff = retry.Backoff{InitialBackoff: 5 * time.Second, MaxBackoff: 30 * time.Second, Multiplier: 1.5}
+	// restartAttempt bounds one check: a connection to a machine that
 	// is going down can hang.
-	windowsRestartAttempt = 2 * time.Minute
-	// windowsSettleBudget bounds how long the first command after a
+	restartAttempt = 2 * time.Minute
+	// settleBudget bounds how long the first command after a
 	// restart (its script's upload and its start) is tried again: WinRM can
 	// answer the boot check and then reset the next connection while
-	// services still start. windowsSettleBackoff spaces the tries.
-	windowsSettleBudget  = 2 * time.Minute
-	windowsSettleBackoff = retry.Backoff{InitialBackoff: 2 * time.Second, MaxBackoff: 15 * time.Second, Multiplier: 2}
+	// services still start. settleBackoff spaces the tries.
+	settleBudget  = 2 * time.Minute
+	settleBackoff = retry.Backoff{InitialBackoff: 2 * time.Second, MaxBackoff: 15 * time.Second, Multiplier: 2}
 )
 
-// windowsRestartCommand restarts in 5 s, so the command returns its exit
+// restartCommand restarts in 5 s, so the command returns its exit
 // code before the connection drops; what (a constant) is the reason Windows
 // logs.
-func windowsRestartCommand(what string) string {
+func restartCommand(what string) string {
 	return `shutdown /r /t 5 /c "kubenode-bake: ` + what + `"`
 }
 
@@ -93,9 +93,9 @@ const (
 // stick.
 const windowsUpdateMaxRounds = 5
 
-// windowsBootCheck prints the boot time and whether component servicing
+// bootCheck prints the boot time and whether component servicing
 // (the features' second phase) is still going on.
-const windowsBootCheck = `$os = Get-CimInstance -ClassName Win32_OperatingSystem
+const bootCheck = `$os = Get-CimInstance -ClassName Win32_OperatingSystem
 $cbs = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing'
 $servicing = (Test-Path -LiteralPath ($cbs + '\RebootInProgress')) -or (Test-Path -LiteralPath ($cbs + '\PackagesPending'))
 Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString('o') + ' servicing=' + $servicing)`
@@ -213,7 +213,7 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 			plan.ImagesListed(node.ParseImageListing(out))
 		}
 		changed += strings.Count(out, "changed: ")
-		if s.Name == stepContainersFeature && strings.Contains(out, windowsRestartMarker) {
+		if s.Name == stepContainersFeature && strings.Contains(out, restartMarker) {
 			if err := r.restart(ctx, plan.RestartTimeout, restartForContainers); err != nil {
 				ui.Error(err.Error())
 				return err
@@ -288,7 +288,7 @@ func (r *guest) run(ctx context.Context, step, command string) (string, error) {
 // settled runs f; after a restart, until settleUntil, it runs f again with
 // a growing delay while f fails. Outside that window f runs once.
 func (r *guest) settled(ctx context.Context, what string, f func() error) error {
-	delay := windowsSettleBackoff.InitialBackoff
+	delay := settleBackoff.InitialBackoff
 	for {
 		err := f()
 		if err == nil || r.settleUntil.IsZero() || ctx.Err() != nil || time.Now().Add(delay).After(r.settleUntil) {
@@ -300,7 +300,7 @@ func (r *guest) settled(ctx context.Context, what string, f func() error) error 
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		delay = min(time.Duration(float64(delay)*windowsSettleBackoff.Multiplier), windowsSettleBackoff.MaxBackoff)
+		delay = min(time.Duration(float64(delay)*settleBackoff.Multiplier), settleBackoff.MaxBackoff)
 	}
 }
 
@@ -314,7 +314,7 @@ func stepName(script string) string {
 
 // bootState asks the guest for its boot time and whether servicing runs.
 func (r *guest) bootState(ctx context.Context) (boot string, servicing bool, err error) {
-	code, out, err := r.Exec(ctx, powershellQuery(queryBootCheck, windowsBootCheck))
+	code, out, err := r.Exec(ctx, powershellQuery(queryBootCheck, bootCheck))
 	if err != nil {
 		return "", false, err
 	}
@@ -330,7 +330,7 @@ func (r *guest) bootState(ctx context.Context) (boot string, servicing bool, err
 }
 
 // windowsUpdate runs the windows-update step in rounds: each round
-// searches, downloads and installs; when it printed windowsRestartMarker,
+// searches, downloads and installs; when it printed restartMarker,
 // Windows restarts; when it installed something, the next round searches
 // again (an update can bring the next). It ends with a round that finds
 // nothing and needs no restart, and fails after windowsUpdateMaxRounds
@@ -365,7 +365,7 @@ func (r *guest) windowsUpdate(ctx context.Context, plan Plan, name string, first
 		}
 		n := strings.Count(out, "changed: installed ")
 		installed += n
-		restart := strings.Contains(out, windowsRestartMarker)
+		restart := strings.Contains(out, restartMarker)
 		if n == 0 && !restart {
 			r.UI.Say(fmt.Sprintf("Windows Update round %d: nothing left to install; %d updates installed in all", round, installed))
 			return installed, nil
@@ -400,7 +400,7 @@ func (r *guest) restart(ctx context.Context, timeout time.Duration, what string)
 		return fmt.Errorf("restart: reading the boot time before restarting: %w", err)
 	}
 	r.UI.Say("kubenode-bake [restart]: Windows restarts to finish installing " + what)
-	command := windowsRestartCommand(what)
+	command := restartCommand(what)
 	code, out, err := r.Exec(ctx, command)
 	if err != nil {
 		return fmt.Errorf("restart: `%s`: %w", command, err)
@@ -412,11 +412,11 @@ func (r *guest) restart(ctx context.Context, timeout time.Duration, what string)
 	r.UI.Message(fmt.Sprintf("waiting up to %s (restart_timeout) for Windows to come back", timeout))
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	backoff := windowsRestartBackoff
+	backoff := restartBackoff
 	var last error
 	var boot string
 	err = retry.Config{StartTimeout: timeout, RetryDelay: backoff.Linear}.Run(wait, func(ctx context.Context) error {
-		attempt, cancel := context.WithTimeout(ctx, windowsRestartAttempt)
+		attempt, cancel := context.WithTimeout(ctx, restartAttempt)
 		defer cancel()
 		now, servicing, err := r.bootState(attempt)
 		switch {
@@ -441,7 +441,7 @@ func (r *guest) restart(ctx context.Context, timeout time.Duration, what string)
 			"A slow guest needs a longer restart_timeout; otherwise look at its console", timeout, what, last)
 	}
 	r.UI.Say("kubenode-bake [restart]: Windows is back, booted at " + boot)
-	r.settleUntil = time.Now().Add(min(windowsSettleBudget, timeout))
+	r.settleUntil = time.Now().Add(min(settleBudget, timeout))
 	return nil
 }
 
@@ -480,15 +480,15 @@ func powershellFile(file string) string {
 	return `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + file + `"`
 }
 
-// windowsOSQuery prints the guest's build number and product name from the
+// osQuery prints the guest's build number and product name from the
 // registry, after a marker.
-const windowsOSQuery = `$v = Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+const osQuery = `$v = Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
 Write-Output ('kubenode-os: ' + $v.CurrentBuildNumber + ' ' + $v.ProductName)`
 
-// windowsGuestOS asks the guest which Windows it runs, for the image's
+// guestOS asks the guest which Windows it runs, for the image's
 // manifest; win is the release row of its build number.
-func windowsGuestOS(ctx context.Context, r *remote.Remote, win versions.WindowsRelease) (baked.GuestOS, error) {
-	code, out, err := r.Exec(ctx, powershellQuery(queryWindowsOS, windowsOSQuery))
+func guestOS(ctx context.Context, r *remote.Remote, win versions.WindowsRelease) (baked.GuestOS, error) {
+	code, out, err := r.Exec(ctx, powershellQuery(queryWindowsOS, osQuery))
 	if err == nil && code == 0 {
 		for _, line := range strings.Split(out, "\n") {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "kubenode-os: "); ok {
@@ -516,7 +516,7 @@ func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, bake
 	if err != nil {
 		return versions.WindowsRelease{}, baked.GuestOS{}, err
 	}
-	guest, err := windowsGuestOS(ctx, r, win)
+	guest, err := guestOS(ctx, r, win)
 	if err != nil {
 		return versions.WindowsRelease{}, baked.GuestOS{}, err
 	}

@@ -41,11 +41,11 @@ func realUploads(t *testing.T, p Plan) []Upload {
 
 // fastRestart shrinks the restart wait for a test.
 func fastRestart(t *testing.T) {
-	backoff, attempt, settle := windowsRestartBackoff, windowsRestartAttempt, windowsSettleBackoff
-	windowsRestartBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
-	windowsSettleBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
-	windowsRestartAttempt = time.Second
-	t.Cleanup(func() { windowsRestartBackoff, windowsRestartAttempt, windowsSettleBackoff = backoff, attempt, settle })
+	backoff, attempt, settle := restartBackoff, restartAttempt, settleBackoff
+	restartBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
+	settleBackoff = retry.Backoff{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}
+	restartAttempt = time.Second
+	t.Cleanup(func() { restartBackoff, restartAttempt, settleBackoff = backoff, attempt, settle })
 }
 
 // stepsWithRestart is the whole flow of basePlan on a guest that restarts
@@ -84,7 +84,7 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 	for i, s := range steps {
 		guestPath := fmt.Sprintf("C:/Windows/Temp/kubenode/%02d-%s.ps1", i+1, s.Name)
 		if s.Name == stepSysprep {
-			guestPath = remote.UploadPath(windowsSysprepScript)
+			guestPath = remote.UploadPath(sysprepScript)
 		}
 		assert.Equal(t, s.Script, g.Files[guestPath], guestPath)
 		assert.Less(t, slices.Index(g.Log, "upload "+guestPath), slices.Index(g.Log, s.Name))
@@ -301,12 +301,12 @@ func TestRunWindowsRefusesABadPlanBeforeTouchingTheGuest(t *testing.T) {
 }
 
 func TestPowershellEncodedRoundTripsAndFitsTheCommandLine(t *testing.T) {
-	cmd := powershellEncoded(windowsBootCheck)
+	cmd := powershellEncoded(bootCheck)
 	m := guesttest.EncodedRE.FindStringSubmatch(cmd)
 	require.NotNil(t, m)
 	script, err := guesttest.DecodeEncoded(m[1])
 	require.NoError(t, err)
-	assert.Equal(t, windowsBootCheck, script)
+	assert.Equal(t, bootCheck, script)
 	assert.Less(t, len(cmd), 8191, "cmd.exe's command-line limit")
 }
 
@@ -322,9 +322,9 @@ func TestFirstCommandAfterRestartIsRetried(t *testing.T) {
 	assert.Contains(t, ui.Out.String(), "connection reset by peer")
 
 	// Within a budget: a guest that keeps resetting fails the build.
-	budget := windowsSettleBudget
-	windowsSettleBudget = 50 * time.Millisecond
-	t.Cleanup(func() { windowsSettleBudget = budget })
+	budget := settleBudget
+	settleBudget = 50 * time.Millisecond
+	t.Cleanup(func() { settleBudget = budget })
 	g = guesttest.NewWindows()
 	g.NeedsRestart, g.ResetAfterBack = true, 1<<30
 	began := time.Now()

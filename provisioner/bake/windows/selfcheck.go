@@ -25,7 +25,7 @@ func SelfCheck(c node.SelfCheck) []byte { return selfCheck(c, nil) }
 // in a Cluster API image.
 func (p Plan) selfCheckScript() []byte {
 	if p.ClusterAPI {
-		return selfCheck(p.selfCheck(), windowsClusterAPISelfCheck(p))
+		return selfCheck(p.selfCheck(), clusterAPISelfCheck(p))
 	}
 	return selfCheck(p.selfCheck(), nil)
 }
@@ -35,9 +35,9 @@ func selfCheck(c node.SelfCheck, clusterAPI *clusterAPISelfCheckInput) []byte {
 	in := selfCheckInput{
 		Kubernetes: c.KubernetesVersion, Containerd: c.ContainerdVersion, Crictl: c.CrictlVersion,
 		Joiner:  c.Joiner,
-		KubeDir: units.WindowsKubeDir, ContainerdDir: windowsContainerdDir,
+		KubeDir: units.WindowsKubeDir, ContainerdDir: containerdDir,
 		ContainerdService: units.ContainerdServiceName, KubeletService: units.KubeletServiceName,
-		JoinerService: units.JoinerServiceName, TimeService: windowsTimeService,
+		JoinerService: units.JoinerServiceName, TimeService: timeService,
 		ClusterAPI: clusterAPI,
 	}
 	if len(c.Images) > 0 {

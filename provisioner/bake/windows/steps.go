@@ -47,7 +47,7 @@ const (
 // and cumulative update are current before DISM adds the Containers
 // feature, and no update restart comes after containerd and the kubelet
 // are installed. The flow runs it in rounds and restarts Windows after it
-// and after the Containers feature when they print windowsRestartMarker.
+// and after the Containers feature when they print restartMarker.
 func Steps(p Plan) ([]node.Step, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func Steps(p Plan) ([]node.Step, error) {
 	}
 	var steps []node.Step
 	if !p.AutomaticUpdates {
-		steps = append(steps, node.Step{Name: stepAutomaticUpdates, Script: windowsAutomaticUpdatesOff()})
+		steps = append(steps, node.Step{Name: stepAutomaticUpdates, Script: automaticUpdatesOff()})
 	}
 	if p.WindowsUpdate {
 		steps = append(steps, node.Step{Name: stepWindowsUpdate, Script: windowsUpdateScript(p.Staging, p.WindowsUpdateTimeout)})
@@ -82,7 +82,7 @@ func Steps(p Plan) ([]node.Step, error) {
 		steps = append(steps, node.Step{Name: stepDefender, Script: defender()})
 	}
 	if p.ClusterAPI {
-		steps = append(steps, node.Step{Name: stepCloudbaseInit, Script: windowsCloudbaseInit(p)})
+		steps = append(steps, node.Step{Name: stepCloudbaseInit, Script: cloudbaseInit(p)})
 	}
 	if p.InstallJoiner {
 		joinerScript, err := joiner(p)
@@ -91,9 +91,9 @@ func Steps(p Plan) ([]node.Step, error) {
 		}
 		steps = append(steps, node.Step{Name: stepJoiner, Script: joinerScript})
 	}
-	steps = append(steps, node.Step{Name: stepPermissions, Script: windowsPermissions(p)}, node.Step{Name: node.StepSelfCheck, Script: p.selfCheckScript()}, node.Step{Name: stepCleanup, Script: cleanup(p)})
+	steps = append(steps, node.Step{Name: stepPermissions, Script: permissions(p)}, node.Step{Name: node.StepSelfCheck, Script: p.selfCheckScript()}, node.Step{Name: stepCleanup, Script: cleanup(p)})
 	if p.Generalize {
-		steps = append(steps, node.Step{Name: stepSysprep, Script: windowsSysprep(p)})
+		steps = append(steps, node.Step{Name: stepSysprep, Script: generalize(p)})
 	}
 	return steps, nil
 }
@@ -117,7 +117,7 @@ const (
 var hyperVDismArgs = []string{"/online", "/enable-feature", "/featurename:" + hyperVOptionalFeature, "/all", "/norestart"}
 
 // containersFeature installs the Containers feature and, as hyperv
-// says, Hyper-V; it prints windowsRestartMarker when Windows must restart.
+// says, Hyper-V; it prints restartMarker when Windows must restart.
 func containersFeature(p Plan) []byte {
 	return renderStep(stepContainersFeature, struct {
 		HyperV                                            string
@@ -127,7 +127,7 @@ func containersFeature(p Plan) []byte {
 		RestartRequired                                   int
 	}{
 		HyperV: p.HyperV, WithHyperV: p.HyperV != "off" && p.Windows.HyperV,
-		PowerShellFeature: hyperVPowerShell, OptionalFeature: hyperVOptionalFeature, RestartMarker: windowsRestartMarker,
+		PowerShellFeature: hyperVPowerShell, OptionalFeature: hyperVOptionalFeature, RestartMarker: restartMarker,
 		DismArgs: hyperVDismArgs, RestartRequired: dismRestartRequired,
 	})
 }
@@ -173,9 +173,9 @@ func containerd(p Plan) []byte {
 		Restart                      restartOnFailure
 	}{
 		Version: p.Containerd.Version, ConfigVersion: p.Containerd.ConfigVersion,
-		Dir: windowsContainerdDir, Unpacked: p.Staging + `\containerd`,
+		Dir: containerdDir, Unpacked: p.Staging + `\containerd`,
 		Tarball: p.Staging + `\` + p.Files.ContainerdTarball, File: p.Files.ContainerdTarball,
-		Dirs:        []string{windowsContainerdDir, windowsContainerdData + `\root`, windowsContainerdData + `\state`},
+		Dirs:        []string{containerdDir, containerdData + `\root`, containerdData + `\state`},
 		Config:      ContainerdConfig(p.Containerd, p.PauseImage),
 		Registry:    newRegistryHosts(p.RegistryHosts),
 		Environment: proxyEnv(p.Proxy),
@@ -185,7 +185,7 @@ func containerd(p Plan) []byte {
 
 func cni(p Plan) []byte {
 	return renderStep(stepCNI, struct{ Version, BinDir, ConfDir, Unpacked, Tarball, File string }{
-		Version: p.CNIPlugins.Version, BinDir: windowsCNIBinDir, ConfDir: windowsCNIConfDir,
+		Version: p.CNIPlugins.Version, BinDir: cniBinDir, ConfDir: cniConfDir,
 		Unpacked: p.Staging + `\cni-plugins`, Tarball: p.Staging + `\` + p.Files.CNITarball, File: p.Files.CNITarball,
 	})
 }
@@ -247,7 +247,7 @@ func kubelet(p Plan) ([]byte, error) {
 		Restart                                    restartOnFailure
 	}{
 		Title:   "kubelet, kubeadm, kubectl and kube-log-runner " + ver + " in " + k + ", the kubelet service and its firewall rule",
-		Version: ver, Dir: k, Service: units.KubeletServiceName, FirewallRule: windowsKubeletFWRule,
+		Version: ver, Dir: k, Service: units.KubeletServiceName, FirewallRule: kubeletFWRule,
 		Dirs:       []string{k, `C:\var\log\kubelet`, `C:\var\lib\kubelet`, `C:\etc\kubernetes`, `C:\etc\kubernetes\manifests`, `C:\etc\kubernetes\pki`},
 		Kubelet:    versionCheck{"kubelet", k + `\` + p.Files.Kubelet, ver},
 		Kubeadm:    versionCheck{"kubeadm", k + `\` + p.Files.Kubeadm, ver},
@@ -255,8 +255,8 @@ func kubelet(p Plan) ([]byte, error) {
 		Restart:    newRestartOnFailure(units.KubeletServiceName),
 	}
 	if p.ClusterAPI {
-		data.Title += "; the service runs " + windowsKubeletWrapper + ", which adds kubeadm's flags"
-		data.Wrapper, data.WrapperScript = windowsKubeletWrapper, windowsKubeletWrapperScript()
+		data.Title += "; the service runs " + kubeletWrapper + ", which adds kubeadm's flags"
+		data.Wrapper, data.WrapperScript = kubeletWrapper, kubeletWrapperScript()
 	}
 	for _, f := range []string{p.Files.Kubelet, p.Files.Kubeadm, p.Files.Kubectl, p.Files.KubeLogRunner} {
 		data.Copies = append(data.Copies, copy{p.Staging + `\` + f, k + `\` + f})
@@ -269,10 +269,10 @@ func defender() []byte {
 		// Processes we install by full path; kube-proxy (a HostProcess
 		// container) and unpigz (kubernetes#100029) by image name.
 		Processes: []string{
-			windowsContainerdDir + `\containerd.exe`, windowsContainerdDir + `\ctr.exe`,
+			containerdDir + `\containerd.exe`, containerdDir + `\ctr.exe`,
 			units.WindowsKubeDir + `\kubelet.exe`, "kube-proxy.exe", "unpigz.exe",
 		},
-		Paths: []string{windowsContainerdData},
+		Paths: []string{containerdData},
 	})
 }
 
@@ -294,15 +294,15 @@ func joiner(p Plan) ([]byte, error) {
 		Service                                  serviceSpec
 		FailureActions                           []string
 	}{
-		Source: p.Staging + `\` + p.Files.Joiner, Path: units.WindowsJoinerPath, Dir: windowsJoinerDir,
-		Config: windowsJoinerConf, ConfigContent: string(conf),
+		Source: p.Staging + `\` + p.Files.Joiner, Path: units.WindowsJoinerPath, Dir: joinerDir,
+		Config: joinerConf, ConfigContent: string(conf),
 		Service: svc, FailureActions: joinerFailureActions,
 	}), nil
 }
 
-// windowsAnswerFiles are where Setup and sysprep keep answer files; the
+// answerFiles are where Setup and sysprep keep answer files; the
 // build's holds the build account's password.
-var windowsAnswerFiles = []string{
+var answerFiles = []string{
 	`C:\Windows\Panther\unattend.xml`,
 	`C:\Windows\Panther\Autounattend.xml`,
 	`C:\Windows\Panther\Unattend\unattend.xml`,
@@ -315,7 +315,7 @@ func cleanup(p Plan) []byte {
 	return renderStep(stepCleanup, struct {
 		AnswerFiles []string
 		Staging     string
-	}{windowsAnswerFiles, p.Staging})
+	}{answerFiles, p.Staging})
 }
 
 // VerifyScript checks every upload's sha256 on the guest before

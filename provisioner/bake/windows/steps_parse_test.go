@@ -20,10 +20,10 @@ import (
 // tree-sitter PowerShell grammar.
 func TestWindowsScriptsParse(t *testing.T) {
 	scripts := map[string][]byte{
-		"boot check": []byte(windowsBootCheck),
-		"OS query":   []byte(windowsOSQuery),
+		"boot check": []byte(bootCheck),
+		"OS query":   []byte(osQuery),
 		// Run by the sysprep step as -EncodedCommand.
-		"transport closer": []byte(windowsTransportCloser()),
+		"transport closer": []byte(transportCloser()),
 		// Run by the sysprep step as -EncodedCommand, before its uploads.
 		"first-boot prepare": []byte(firstBootPrepare(basePlan(t))),
 	}
@@ -64,7 +64,7 @@ func TestWindowsParseCheckCanFail(t *testing.T) {
 // commands are the try block and the power-off is its finally clause, so
 // Windows powers off also when a closing command fails.
 func TestWindowsCloserPowersOffInFinally(t *testing.T) {
-	tree, err := pwsh.Parse([]byte(windowsTransportCloser()))
+	tree, err := pwsh.Parse([]byte(transportCloser()))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
@@ -84,7 +84,7 @@ func TestWindowsCloserPowersOffInFinally(t *testing.T) {
 // if statement per binary compares what it reports with
 // kubernetes_version and throws naming both, before the service is set up.
 func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
-	for name, p := range windowsCases(t) {
+	for name, p := range goldenPlans(t) {
 		p = p.WithDefaults()
 		script, err := kubelet(p)
 		require.NoError(t, err, name)
@@ -117,7 +117,7 @@ func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
-	script := windowsFirstBoot(p)
+	script := firstBoot(p)
 	tree, err := pwsh.Parse(script)
 	require.NoError(t, err)
 	defer tree.Close()
@@ -190,7 +190,7 @@ var loopVariable = regexp.MustCompile(`^foreach\s*\(\s*(\$\w+)\s+in\b`)
 func TestCloneAdministratorFailsClosed(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
-	tree, err := pwsh.Parse(windowsFirstBoot(p))
+	tree, err := pwsh.Parse(firstBoot(p))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
@@ -201,7 +201,7 @@ func TestCloneAdministratorFailsClosed(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, catch, "the password part has a catch")
-	assert.Contains(t, catch, "$builtin = "+windowsBuiltinAdmin)
+	assert.Contains(t, catch, "$builtin = "+builtinAdmin)
 	assert.Contains(t, catch, "Disable-LocalUser -SID $builtin.SID")
 	assert.Contains(t, catch, "Write-KubenodeSerial ('changed: the built-in Administrator ' + $builtin.SID.Value + ' disabled")
 	assert.Contains(t, catch, "Write-KubenodeSerial ('FAILED: disabling the built-in Administrator: '")
@@ -212,5 +212,5 @@ func TestCloneAdministratorFailsClosed(t *testing.T) {
 	}
 
 	p.RandomClonePassword = false
-	assert.NotContains(t, string(windowsFirstBoot(p)), "Disable-LocalUser -SID $builtin", "clone_admin_password set: Administrator has it")
+	assert.NotContains(t, string(firstBoot(p)), "Disable-LocalUser -SID $builtin", "clone_admin_password set: Administrator has it")
 }

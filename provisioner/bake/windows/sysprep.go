@@ -62,31 +62,31 @@ func newSysprepInput(p Plan) sysprepInput {
 		RandomClonePassword: p.RandomClonePassword,
 		ClusterAPI:          p.ClusterAPI,
 
-		AnswerFiles:   windowsAnswerFiles,
-		Remove:        append([]string{windowsFirstBootScript}, windowsFirstBootFiles...),
+		AnswerFiles:   answerFiles,
+		Remove:        append([]string{firstBootScript}, firstBootAnswerFiles...),
 		FirewallRules: autounattend.WindowsFirewallRules,
-		SysprepArgs:   windowsSysprepArgs(),
+		SysprepArgs:   sysprepArgs(),
 
-		SetupComplete:        windowsSetupComplete,
-		SetupCompleteBefore:  windowsSetupCompleteBefore,
-		SetupCompleteMark:    windowsSetupCompleteMark,
-		JoinerDir:            windowsJoinerDir,
-		FirstBootLog:         windowsFirstBootLog,
-		BuildAccountKey:      windowsBuildAccountKey,
-		BuildAccountValue:    windowsBuildAccountValue,
-		WinRMPolicy:          windowsWinRMPolicy,
-		SSHDir:               windowsSSHDir,
-		SSHAdminKeys:         windowsSSHAdminKeys,
-		SSHHostKeys:          windowsSSHHostKeys,
-		WinRMCPTemp:          windowsWinRMCPTemp,
-		PowerShellLog:        windowsPowerShellLog,
-		Generalized:          windowsGeneralized,
-		SysprepLogs:          windowsSysprepLogs,
+		SetupComplete:        setupComplete,
+		SetupCompleteBefore:  setupCompleteBefore,
+		SetupCompleteMark:    setupCompleteMark,
+		JoinerDir:            joinerDir,
+		FirstBootLog:         firstBootLog,
+		BuildAccountKey:      buildAccountKey,
+		BuildAccountValue:    buildAccountValue,
+		WinRMPolicy:          winRMPolicy,
+		SSHDir:               sshDir,
+		SSHAdminKeys:         sshAdminKeys,
+		SSHHostKeys:          sshHostKeys,
+		WinRMCPTemp:          winRMCPTemp,
+		PowerShellLog:        powerShellLog,
+		Generalized:          generalizedState,
+		SysprepLogs:          sysprepLogs,
 		CloudbaseInitService: cloudbaseInitService,
 		LsaSecretType:        lsaSecretType,
 		PasswordClasses:      PasswordClasses,
 		PasswordLength:       PasswordLength,
-		CloserDelay:          windowsCloserDelay,
+		CloserDelay:          closerDelay,
 	}
 }
 
@@ -115,7 +115,7 @@ func firstBootDirs(p Plan) []string {
 // folders: SSH's scp and SFTP uploads, unlike WinRM's, create none, and a
 // fresh Windows has no C:\Windows\Setup\Scripts. A SetupComplete.cmd
 // already there that is not ours (the base image's, or an earlier
-// provisioner's) is renamed windowsSetupCompleteBefore, which ours calls;
+// provisioner's) is renamed setupCompleteBefore, which ours calls;
 // when that name is taken too, it fails rather than lose either. It
 // travels as -EncodedCommand after its query name's line (powershellQuery),
 // its lines ended with LF like those of the other short scripts.
@@ -134,31 +134,31 @@ type GuestFile struct {
 
 // FirstBootFiles are the files the sysprep step uploads before its script
 // runs, for each clone's first boot: the answer file sysprep applies,
-// windowsFirstBootScript and the SetupComplete.cmd that runs it. None
+// firstBootScript and the SetupComplete.cmd that runs it. None
 // without Generalize.
 func FirstBootFiles(p Plan) []GuestFile {
 	if !p.Generalize {
 		return nil
 	}
 	return []GuestFile{
-		{Path: windowsFirstBootAnswer, Content: p.FirstBoot},
-		{Path: windowsFirstBootScript, Content: windowsFirstBoot(p)},
-		{Path: windowsSetupComplete, Content: []byte(windowsSetupCompleteCmd(p))},
+		{Path: firstBootAnswer, Content: p.FirstBoot},
+		{Path: firstBootScript, Content: firstBoot(p)},
+		{Path: setupComplete, Content: []byte(setupCompleteCmd(p))},
 	}
 }
 
-// windowsSetupCompleteCmd is the clone's SetupComplete.cmd: it runs the
+// setupCompleteCmd is the clone's SetupComplete.cmd: it runs the
 // first-boot script, then deletes it and the answer files (they hold the
 // Administrator password), calls the SetupComplete.cmd that was there
-// before (windowsSetupCompleteBefore) if there was one, in a Cluster API
+// before (setupCompleteBefore) if there was one, in a Cluster API
 // image sets cloudbase-init's service automatic and starts it (Setup has
 // finished: what its plugins do stays), and deletes itself. A failing
 // first-boot script stops none of that: its transcript says what failed.
-func windowsSetupCompleteCmd(p Plan) string {
+func setupCompleteCmd(p Plan) string {
 	return templates.RenderString("setup-complete.cmd.tmpl", newSysprepInput(p))
 }
 
-// windowsFirstBoot is the script each clone runs once, as SYSTEM, from
+// firstBoot is the script each clone runs once, as SYSTEM, from
 // SetupComplete.cmd. It does again what the closer did in the build VM,
 // whose errors nobody reads (it runs after the build's last command): the
 // build account disabled, found by its relative ID under the clone's new
@@ -170,36 +170,36 @@ func windowsSetupCompleteCmd(p Plan) string {
 // disables the account rather than leave it the image's placeholder
 // password. Every part checks before it acts, finds what it needs itself
 // and runs even if one before it failed; each line goes to the transcript
-// (windowsFirstBootLog) and COM1.
-func windowsFirstBoot(p Plan) []byte {
+// (firstBootLog) and COM1.
+func firstBoot(p Plan) []byte {
 	return templates.Render("first-boot.ps1.tmpl", newSysprepInput(p))
 }
 
-// windowsTransportCloser closes what carries this session, WinRM's Basic
+// transportCloser closes what carries this session, WinRM's Basic
 // authentication over HTTP, its listeners and the bootstrap's firewall
 // rules, then powers Windows off. The sysprep step starts it once sysprep
 // has generalized Windows and returns; the power-off is in a finally, so a
 // closing command that fails cannot leave the build VM running. It
 // travels as -EncodedCommand: it has no byte-order mark.
-func windowsTransportCloser() string {
+func transportCloser() string {
 	return templates.RenderString("closer.ps1.tmpl", newSysprepInput(Plan{}))
 }
 
-// windowsSysprep is the sysprep step's script: it closes the build's
+// generalize is the sysprep step's script: it closes the build's
 // doors, checks the uploaded first-boot files, clears the PowerShell log,
 // runs sysprep and, once sysprep has generalized Windows, starts the
 // closer outside the WinRM shell.
-func windowsSysprep(p Plan) []byte {
+func generalize(p Plan) []byte {
 	in := newSysprepInput(p)
 	in.FirstBootPaths = firstBootPaths(p)
-	in.Closer = windowsTransportCloser()
+	in.Closer = transportCloser()
 	return templates.Render("sysprep.ps1.tmpl", in)
 }
 
-// windowsSysprepArgs generalizes for VMs on this hypervisor (/mode:vm keeps
+// sysprepArgs generalizes for VMs on this hypervisor (/mode:vm keeps
 // the drivers), skips the welcome screens with the first-boot answer file,
 // and quits instead of powering off (/shutdown would race the closer): the
 // step checks the result, then the closer closes WinRM and powers off.
-func windowsSysprepArgs() []string {
-	return []string{"/generalize", "/oobe", "/quit", "/mode:vm", "/quiet", "/unattend:" + windowsFirstBootAnswer}
+func sysprepArgs() []string {
+	return []string{"/generalize", "/oobe", "/quit", "/mode:vm", "/quiet", "/unattend:" + firstBootAnswer}
 }

@@ -7,70 +7,70 @@ import (
 
 // Guest locations of the sysprep step.
 const (
-	// windowsSysprepScript is where the sysprep step's script runs from: the
+	// sysprepScript is where the sysprep step's script runs from: the
 	// cleanup step has removed the staging directory. The script removes
 	// itself first (PowerShell has read it whole).
-	windowsSysprepScript = `C:\Windows\Temp\kubenode-sysprep.ps1`
-	// windowsFirstBootAnswer is the answer file given to sysprep /unattend:.
+	sysprepScript = `C:\Windows\Temp\kubenode-sysprep.ps1`
+	// firstBootAnswer is the answer file given to sysprep /unattend:.
 	// It is uploaded as a file, never written by a script: PowerShell logs
 	// a script block that calls Add-Type in full (event 4104), even with
 	// script block logging off, and the sysprep script does.
-	windowsFirstBootAnswer = `C:\Windows\System32\Sysprep\kubenode-firstboot.xml`
-	// windowsSetupComplete runs as SYSTEM once Setup has finished on a
+	firstBootAnswer = `C:\Windows\System32\Sysprep\kubenode-firstboot.xml`
+	// setupComplete runs as SYSTEM once Setup has finished on a
 	// clone's first boot (after the oobeSystem pass, before the logon
-	// screen): it runs windowsFirstBootScript, then removes the answer file
+	// screen): it runs firstBootScript, then removes the answer file
 	// and its copies.
-	windowsSetupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
-	// windowsSetupCompleteBefore is a SetupComplete.cmd that was there
+	setupComplete = `C:\Windows\Setup\Scripts\SetupComplete.cmd`
+	// setupCompleteBefore is a SetupComplete.cmd that was there
 	// before ours (the base image's, or an earlier provisioner's): the
 	// sysprep step renames it so, and ours calls it.
-	windowsSetupCompleteBefore = `C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd`
-	// windowsSetupCompleteMark is in our SetupComplete.cmd, and in no
+	setupCompleteBefore = `C:\Windows\Setup\Scripts\SetupComplete-before-kubenode.cmd`
+	// setupCompleteMark is in our SetupComplete.cmd, and in no
 	// other.
-	windowsSetupCompleteMark = "rem kubenode:"
-	// windowsFirstBootScript closes again, on each clone, what the closer
+	setupCompleteMark = "rem kubenode:"
+	// firstBootScript closes again, on each clone, what the closer
 	// closed in the build VM (the closer's errors are not checked), and
 	// gives the clone an Administrator password of its own when
 	// clone_admin_password is empty.
-	windowsFirstBootScript = `C:\Windows\Setup\Scripts\kubenode-first-boot.ps1`
-	// windowsFirstBootLog is the transcript of windowsFirstBootScript.
-	windowsFirstBootLog = windowsJoinerDir + `\first-boot.log`
+	firstBootScript = `C:\Windows\Setup\Scripts\kubenode-first-boot.ps1`
+	// firstBootLog is the transcript of firstBootScript.
+	firstBootLog = joinerDir + `\first-boot.log`
 	// The sysprep step records the build account's SID here for the first
 	// boot: sysprep gives the clone a new machine SID, the account keeps its
 	// relative ID (the SID's last part).
-	windowsBuildAccountKey   = `HKLM:\SOFTWARE\kubenode`
-	windowsBuildAccountValue = "BuildAccountSid"
-	// windowsPowerShellLog holds event 4104, script blocks PowerShell
+	buildAccountKey   = `HKLM:\SOFTWARE\kubenode`
+	buildAccountValue = "BuildAccountSid"
+	// powerShellLog holds event 4104, script blocks PowerShell
 	// logged; the sysprep step clears it before sysprep.
-	windowsPowerShellLog = "Microsoft-Windows-PowerShell/Operational"
-	// windowsWinRMPolicy is the WinRM service's Group Policy key: its
+	powerShellLog = "Microsoft-Windows-PowerShell/Operational"
+	// winRMPolicy is the WinRM service's Group Policy key: its
 	// AllowBasic and AllowUnencryptedTraffic override the service's own
 	// settings, and apply when the service starts (the DISA Windows Server
 	// 2016 STIG checks these values: WN16-CC-000530 for Basic, and the
 	// WinRM service's unencrypted-traffic rule).
-	windowsWinRMPolicy = `SOFTWARE\Policies\Microsoft\Windows\WinRM\Service`
-	windowsSysprepLogs = `C:\Windows\System32\Sysprep\Panther`
+	winRMPolicy = `SOFTWARE\Policies\Microsoft\Windows\WinRM\Service`
+	sysprepLogs = `C:\Windows\System32\Sysprep\Panther`
 	// OpenSSH for Windows keeps its host keys and the administrators'
 	// authorized keys here; its sshd service makes host keys when there are
 	// none (PowerShell/openssh-portable pull request #259).
-	windowsSSHDir       = `C:\ProgramData\ssh`
-	windowsSSHAdminKeys = "administrators_authorized_keys"
-	windowsSSHHostKeys  = "ssh_host_*"
-	// windowsWinRMCPTemp is the temporary file of Packer's WinRM upload
+	sshDir       = `C:\ProgramData\ssh`
+	sshAdminKeys = "administrators_authorized_keys"
+	sshHostKeys  = "ssh_host_*"
+	// winRMCPTemp is the temporary file of Packer's WinRM upload
 	// (packer-community/winrmcp), in the build account's %TEMP%.
-	windowsWinRMCPTemp = "winrmcp-*.tmp"
-	// windowsGeneralized is the image state sysprep /generalize /oobe
+	winRMCPTemp = "winrmcp-*.tmp"
+	// generalizedState is the image state sysprep /generalize /oobe
 	// leaves before it powers Windows off.
-	windowsGeneralized = "IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE"
+	generalizedState = "IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE"
 )
 
-// windowsFirstBootFiles are the answer files a clone's first boot removes
+// firstBootAnswerFiles are the answer files a clone's first boot removes
 // once Setup has applied them: ours, and the copies Setup keeps.
-var windowsFirstBootFiles = append([]string{windowsFirstBootAnswer}, windowsAnswerFiles...)
+var firstBootAnswerFiles = append([]string{firstBootAnswer}, answerFiles...)
 
-// windowsFirstBootCommand runs windowsFirstBootScript; by full path: Setup's
+// firstBootCommand runs firstBootScript; by full path: Setup's
 // environment is not a logon's.
-const windowsFirstBootCommand = `%SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + windowsFirstBootScript + `"`
+const firstBootCommand = `%SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "` + firstBootScript + `"`
 
 // PasswordClasses are the characters of a random Windows password, one
 // string per class Windows' password complexity counts (upper, lower,
@@ -80,14 +80,14 @@ var PasswordClasses = []string{"ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstu
 // PasswordLength is the length of a random Windows password.
 const PasswordLength = 32
 
-// windowsBuiltinAdmin finds the built-in Administrator: relative ID 500
+// builtinAdmin finds the built-in Administrator: relative ID 500
 // under this machine's SID, whatever its name.
-const windowsBuiltinAdmin = "Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1"
+const builtinAdmin = "Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Select-Object -First 1"
 
-// windowsCloserDelay is how long the closer waits before it closes WinRM:
+// closerDelay is how long the closer waits before it closes WinRM:
 // time for the sysprep step's command to return its exit code and output
 // over the connection the closer is about to cut.
-const windowsCloserDelay = 10
+const closerDelay = 10
 
 // lsaSecretType is C# that deletes an LSA secret through
 // LsaStorePrivateData; the sysprep script adds it with Add-Type.

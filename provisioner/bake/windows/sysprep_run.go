@@ -21,7 +21,7 @@ import (
 func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
 	if p.Generalize {
 		if _, err := r.Run(ctx, stepSysprep, powershellQuery(queryFirstBootPrepare, firstBootPrepare(p))); err != nil {
-			return fmt.Errorf("%w\nthe first-boot files were not uploaded: their folders could not be made, or %s could not be set aside", err, windowsSetupComplete)
+			return fmt.Errorf("%w\nthe first-boot files were not uploaded: their folders could not be made, or %s could not be set aside", err, setupComplete)
 		}
 	}
 	for _, f := range FirstBootFiles(p) {
@@ -31,12 +31,12 @@ func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
 			return err
 		}
 	}
-	if err := r.Comm.Upload(remote.UploadPath(windowsSysprepScript), strings.NewReader(string(script)), nil); err != nil {
-		err = fmt.Errorf("step sysprep: uploading its script to %s: %w", windowsSysprepScript, err)
+	if err := r.Comm.Upload(remote.UploadPath(sysprepScript), strings.NewReader(string(script)), nil); err != nil {
+		err = fmt.Errorf("step sysprep: uploading its script to %s: %w", sysprepScript, err)
 		r.UI.Error(err.Error())
 		return err
 	}
-	command := powershellFile(windowsSysprepScript)
+	command := powershellFile(sysprepScript)
 	tail := remote.NewLineTail()
 	cmd := &packersdk.RemoteCmd{Command: command, Stdout: tail, Stderr: tail}
 	if err := cmd.RunWithUi(ctx, r.Comm, r.UI); err != nil {
@@ -55,6 +55,6 @@ func (r *guest) sysprep(ctx context.Context, p Plan, script []byte) error {
 	default:
 		err := &remote.StepError{Step: stepSysprep, Command: command, ExitCode: code, Tail: tail.String()}
 		r.UI.Error(err.Error())
-		return fmt.Errorf("%w\nsysprep did not generalize Windows; its logs are in %s on the build VM (packer build -on-error=abort keeps it)", err, windowsSysprepLogs)
+		return fmt.Errorf("%w\nsysprep did not generalize Windows; its logs are in %s on the build VM (packer build -on-error=abort keeps it)", err, sysprepLogs)
 	}
 }

@@ -50,7 +50,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 			steps := g.Steps()
 			assert.Equal(t, []string{"self-check", "cleanup", "mkdir", "sysprep"}, steps[len(steps)-4:], "the first-boot files' folders, then sysprep: the last act")
 			commands, _, _ := g.Snapshot()
-			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+windowsSysprepScript+`"`, commands[len(commands)-1])
+			assert.Equal(t, `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "`+sysprepScript+`"`, commands[len(commands)-1])
 			if exit == 0 {
 				assert.Contains(t, ui.Out.String(), "Windows closes WinRM and powers itself off")
 			} else {
@@ -61,7 +61,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 	}
 
 	script := stepScript(t, basePlan(t), stepSysprep)
-	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+windowsFirstBootAnswer+`') -Wait`)
+	assert.Contains(t, script, `'C:\Windows\System32\Sysprep\sysprep.exe' -ArgumentList @('/generalize', '/oobe', '/quit', '/mode:vm', '/quiet', '/unattend:`+firstBootAnswer+`') -Wait`)
 	// The script removes itself first, sysprep runs last.
 	assert.Less(t, strings.Index(script, "Remove-Item -LiteralPath $PSCommandPath"), strings.Index(script, "BuildAccountSid"))
 	assert.Less(t, strings.Index(script, "wevtutil.exe"), strings.Index(script, "sysprep.exe"))
@@ -70,7 +70,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 // sysprep must not power Windows off itself: that raced the closer, so the
 // image could keep WinRM's listeners and the build's firewall rules.
 func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
-	args := windowsSysprepArgs()
+	args := sysprepArgs()
 	assert.Contains(t, args, "/quit")
 	assert.NotContains(t, args, "/shutdown")
 	assert.NotContains(t, args, "/reboot")
@@ -80,7 +80,7 @@ func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
 	// The closer starts only once sysprep has generalized Windows and is
 	// created by the WMI service, outside the WinRM shell's job object.
 	sysprep := strings.Index(script, "sysprep.exe' -ArgumentList")
-	generalized := strings.Index(script, "$state -eq '"+windowsGeneralized+"'")
+	generalized := strings.Index(script, "$state -eq '"+generalizedState+"'")
 	create := strings.Index(script, "Invoke-CimMethod -ClassName Win32_Process -MethodName Create")
 	require.True(t, sysprep > 0 && generalized > sysprep && create > generalized, "sysprep, its result checked, then the closer")
 	assert.Less(t, create, strings.Index(script, "exit 0"))
@@ -89,7 +89,7 @@ func TestWindowsSysprepQuitsAndTheCloserPowersOff(t *testing.T) {
 
 	// The closer closes, then powers off in a finally: also when a
 	// closing command fails.
-	closer := windowsTransportCloser()
+	closer := transportCloser()
 	delay := strings.Index(closer, "Start-Sleep -Seconds")
 	try := strings.Index(closer, "\ntry {")
 	finally := strings.Index(closer, "} finally {")
@@ -126,7 +126,7 @@ func TestWindowsSysprepFailureFailsTheBuildWithExitCodeAndLogs(t *testing.T) {
 
 	// The script prints both logs' tails and exits with sysprep's code.
 	script := stepScript(t, p, stepSysprep)
-	for _, want := range []string{"@('setupact.log', 'setuperr.log')", "Get-Content -LiteralPath $path -Tail", "exit $sysprep.ExitCode", windowsGeneralized} {
+	for _, want := range []string{"@('setupact.log', 'setuperr.log')", "Get-Content -LiteralPath $path -Tail", "exit $sysprep.ExitCode", generalizedState} {
 		assert.Contains(t, script, want)
 	}
 }
@@ -151,7 +151,7 @@ func TestWindowsSysprepRemovesTheBuildsFirewallRules(t *testing.T) {
 		assert.Contains(t, script, "'"+rule+"'", rule)
 	}
 	assert.Contains(t, script, "Remove-NetFirewallRule -Name $rule")
-	assert.Contains(t, windowsTransportCloser(), "Remove-NetFirewallRule -Name $rule")
+	assert.Contains(t, transportCloser(), "Remove-NetFirewallRule -Name $rule")
 }
 
 func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
@@ -166,35 +166,35 @@ func TestWindowsSysprepClosesTheBuildsDoors(t *testing.T) {
 		"WinRM and sshd disabled":               "foreach ($name in @('WinRM', 'sshd'))",
 		"leftover Sysprep unattend.xml":         `'C:\Windows\System32\Sysprep\unattend.xml'`,
 		"leftover Panther unattend.xml":         `'C:\Windows\Panther\unattend.xml'`,
-		"first-boot files checked":              "'" + windowsFirstBootAnswer + "'\r\n    '" + windowsFirstBootScript + "'\r\n    '" + windowsSetupComplete + "'",
+		"first-boot files checked":              "'" + firstBootAnswer + "'\r\n    '" + firstBootScript + "'\r\n    '" + setupComplete + "'",
 		"build account recorded for the clones": "-Name 'BuildAccountSid' -PropertyType String -Value $build",
 	} {
 		assert.Contains(t, script, want, what)
 	}
-	closer := windowsTransportCloser()
+	closer := transportCloser()
 	for _, want := range []string{`WSMan:\localhost\Service\Auth\Basic' -Value $false`, `WSMan:\localhost\Service\AllowUnencrypted' -Value $false`, `WSMan:\localhost\Listener\*`} {
 		assert.Contains(t, closer, want)
 	}
 }
 
 func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
-	cmd := windowsSetupCompleteCmd(basePlan(t))
-	for _, f := range append([]string{windowsFirstBootAnswer, `C:\Windows\Panther\unattend.xml`, `C:\Windows\System32\Sysprep\unattend.xml`}, windowsAnswerFiles...) {
+	cmd := setupCompleteCmd(basePlan(t))
+	for _, f := range append([]string{firstBootAnswer, `C:\Windows\Panther\unattend.xml`, `C:\Windows\System32\Sysprep\unattend.xml`}, answerFiles...) {
 		assert.Contains(t, cmd, `del /f /q "`+f+`"`, f)
 	}
 	assert.True(t, strings.HasSuffix(cmd, "del /f /q \"%~f0\"\r\n"), "it removes itself last")
 	// The first-boot script runs first, then goes with the answer files.
-	run := strings.Index(cmd, windowsFirstBootCommand+"\r\n")
+	run := strings.Index(cmd, firstBootCommand+"\r\n")
 	require.Greater(t, run, 0)
 	assert.Less(t, run, strings.Index(cmd, "del /f /q"))
-	assert.Contains(t, cmd, `del /f /q "`+windowsFirstBootScript+`"`)
+	assert.Contains(t, cmd, `del /f /q "`+firstBootScript+`"`)
 	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
 }
 
 func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
 	p := basePlan(t)
 	script := stepScript(t, p, stepPermissions)
-	dirs := p.windowsLockedDirs()
+	dirs := p.lockedDirs()
 	var paths []string
 	for _, d := range dirs {
 		paths = append(paths, d.Path)
@@ -214,7 +214,7 @@ func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
 	assert.Contains(t, script, "'/inheritance:r'")
 
 	p.InstallJoiner = false
-	assert.False(t, slices.ContainsFunc(p.windowsLockedDirs(), func(d windowsLockedDir) bool { return d.Path == windowsJoinerDir }))
+	assert.False(t, slices.ContainsFunc(p.lockedDirs(), func(d lockedDir) bool { return d.Path == joinerDir }))
 }
 
 // Sysprep is the last command: once it returns, the closer removes WinRM
@@ -233,7 +233,7 @@ func TestNoWinRMCommandAfterSysprep(t *testing.T) {
 			assert.True(t, g.Sysprepped)
 			assert.Empty(t, g.AfterSysprep, "no command reaches the guest once sysprep has returned")
 			commands, _, _ := g.Snapshot()
-			assert.Equal(t, powershellFile(windowsSysprepScript), commands[len(commands)-1], "sysprep is the last command")
+			assert.Equal(t, powershellFile(sysprepScript), commands[len(commands)-1], "sysprep is the last command")
 		})
 	}
 }
@@ -305,7 +305,7 @@ func TestCloneAnswerFileIsUploadedNotWrittenByAScript(t *testing.T) {
 		assert.Less(t, i, sysprep, "%s uploaded before the sysprep step", f.Path)
 		assert.Equal(t, string(f.Content), string(g.AtSysprep.Files[remote.UploadPath(f.Path)]), "%s is on the guest when sysprep runs", f.Path)
 	}
-	assert.Equal(t, windowsFirstBootAnswer, files[0].Path)
+	assert.Equal(t, firstBootAnswer, files[0].Path)
 	assert.Equal(t, string(p.FirstBoot), string(files[0].Content))
 
 	secret := autounattend.EncodeUnattendPassword("Clone-Admin-1!", "AdministratorPassword")
@@ -367,17 +367,17 @@ func TestSysprepNeedsTheUploadedAnswerFile(t *testing.T) {
 	p := basePlan(t)
 	g := guesttest.NewWindows()
 	ui := guesttest.NewUI()
-	r := &guest{Remote: &remote.Remote{Comm: failingUpload{g, remote.UploadPath(windowsFirstBootAnswer)}, UI: ui}}
+	r := &guest{Remote: &remote.Remote{Comm: failingUpload{g, remote.UploadPath(firstBootAnswer)}, UI: ui}}
 	err := r.sysprep(context.Background(), p, []byte(stepScript(t, p, stepSysprep)))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "uploading "+windowsFirstBootAnswer)
+	assert.Contains(t, err.Error(), "uploading "+firstBootAnswer)
 	assert.NotContains(t, g.Steps(), stepSysprep, "the sysprep script never ran")
 	assert.Nil(t, g.AtSysprep)
 
 	// The double's sysprep, like Windows', fails without its answer file.
 	g = guesttest.NewWindows()
-	require.NoError(t, g.Upload(remote.UploadPath(windowsSysprepScript), strings.NewReader(stepScript(t, p, stepSysprep)), nil))
-	cmd := &packersdk.RemoteCmd{Command: powershellFile(windowsSysprepScript)}
+	require.NoError(t, g.Upload(remote.UploadPath(sysprepScript), strings.NewReader(stepScript(t, p, stepSysprep)), nil))
+	cmd := &packersdk.RemoteCmd{Command: powershellFile(sysprepScript)}
 	require.NoError(t, g.Start(context.Background(), cmd))
 	assert.Equal(t, 1, cmd.Wait())
 	assert.Nil(t, g.AtSysprep)
@@ -389,7 +389,7 @@ func TestSysprepNeedsTheUploadedAnswerFile(t *testing.T) {
 func TestEachCloneMakesItsOwnAdministratorPassword(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
-	script := string(windowsFirstBoot(p))
+	script := string(firstBoot(p))
 	for _, want := range []string{
 		"$random = [System.Security.Cryptography.RandomNumberGenerator]::Create()",
 		"$password = New-Object -TypeName System.Security.SecureString",
@@ -409,7 +409,7 @@ func TestEachCloneMakesItsOwnAdministratorPassword(t *testing.T) {
 	assert.NotContains(t, script, "Clone-Admin-1!")
 
 	p.RandomClonePassword = false
-	assert.NotContains(t, string(windowsFirstBoot(p)), "Set-LocalUser", "clone_admin_password set: the clone keeps it")
+	assert.NotContains(t, string(firstBoot(p)), "Set-LocalUser", "clone_admin_password set: the clone keeps it")
 }
 
 // Each clone's first boot does again what the closer did in the build VM
@@ -419,7 +419,7 @@ func TestEachCloneMakesItsOwnAdministratorPassword(t *testing.T) {
 // logs to a file and COM1.
 func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
 	p := basePlan(t)
-	script := string(windowsFirstBoot(p))
+	script := string(firstBoot(p))
 	for what, want := range map[string]string{
 		"the build account's SID, recorded in the image": "(Get-ItemProperty -LiteralPath 'HKLM:\\SOFTWARE\\kubenode' -Name 'BuildAccountSid'",
 		"the clone's machine SID, found in the part":     "$machine = (Get-LocalUser | Select-Object -First 1).SID.AccountDomainSid",
@@ -428,11 +428,11 @@ func TestCloneFirstBootClosesTheBuildsDoorsAgain(t *testing.T) {
 		"disabled by SID":                                "Disable-LocalUser -SID $sid",
 		"the built-in Administrator stays":               "if ($rid -eq '500') {",
 		"Basic and unencrypted WinRM policy":             "foreach ($name in @('AllowBasic', 'AllowUnencryptedTraffic')) {",
-		"policy key":                                     "'" + windowsWinRMPolicy + "'",
+		"policy key":                                     "'" + winRMPolicy + "'",
 		"set to 0":                                       "-Name $name -PropertyType DWord -Value 0 -Force",
 		"firewall rules removed":                         "Remove-NetFirewallRule -Name $rule",
 		"WinRM and sshd disabled":                        "Set-Service -Name $name -StartupType Disabled",
-		"a log file":                                     "Start-Transcript -Path '" + windowsFirstBootLog + "' -Append",
+		"a log file":                                     "Start-Transcript -Path '" + firstBootLog + "' -Append",
 		"COM1":                                           "New-Object System.IO.Ports.SerialPort 'COM1'",
 		"a failure is logged":                            "Write-KubenodeSerial ('FAILED: the build account: ' + $_.Exception.Message)",
 	} {
@@ -463,7 +463,7 @@ func TestFirstBootFilesReachAGuestOverSSH(t *testing.T) {
 	p := basePlan(t)
 	g := guesttest.NewWindows()
 	g.UploadsNeedDir = true
-	require.Error(t, g.Upload(remote.UploadPath(windowsSetupComplete), strings.NewReader("x"), nil), "the double refuses an upload into a missing folder")
+	require.Error(t, g.Upload(remote.UploadPath(setupComplete), strings.NewReader("x"), nil), "the double refuses an upload into a missing folder")
 
 	g = guesttest.NewWindows()
 	g.UploadsNeedDir = true
@@ -509,26 +509,26 @@ func TestSysprepRemovesBuildKeysAndUploadLeftovers(t *testing.T) {
 // build stops before sysprep and says what to do.
 func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
 	p := basePlan(t)
-	setup, before := remote.UploadPath(windowsSetupComplete), remote.UploadPath(windowsSetupCompleteBefore)
+	setup, before := remote.UploadPath(setupComplete), remote.UploadPath(setupCompleteBefore)
 	theirs := "@echo off\r\nrem the base image's own\r\n"
 
 	g := guesttest.NewWindows()
 	g.Files[setup] = []byte(theirs)
 	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep)
-	assert.Equal(t, windowsSetupCompleteCmd(basePlan(t)), string(g.AtSysprep.Files[setup]), "ours is in place")
+	assert.Equal(t, setupCompleteCmd(basePlan(t)), string(g.AtSysprep.Files[setup]), "ours is in place")
 	assert.Equal(t, theirs, string(g.AtSysprep.Files[before]), "theirs is kept under the new name")
 
-	cmd := windowsSetupCompleteCmd(basePlan(t))
-	call := strings.Index(cmd, `if exist "`+windowsSetupCompleteBefore+`" call "`+windowsSetupCompleteBefore+`"`+"\r\n")
+	cmd := setupCompleteCmd(basePlan(t))
+	call := strings.Index(cmd, `if exist "`+setupCompleteBefore+`" call "`+setupCompleteBefore+`"`+"\r\n")
 	require.Greater(t, call, 0)
-	assert.Greater(t, call, strings.Index(cmd, windowsFirstBootCommand), "after the first-boot script")
-	assert.Greater(t, call, strings.LastIndex(cmd, `del /f /q "`+windowsFirstBootAnswer+`"`), "after the answer files are gone")
+	assert.Greater(t, call, strings.Index(cmd, firstBootCommand), "after the first-boot script")
+	assert.Greater(t, call, strings.LastIndex(cmd, `del /f /q "`+firstBootAnswer+`"`), "after the answer files are gone")
 	assert.Less(t, call, strings.Index(cmd, `del /f /q "%~f0"`), "before ours deletes itself")
 
 	// Ours, from an earlier run on this guest: replaced, nothing renamed.
 	g = guesttest.NewWindows()
-	g.Files[setup] = []byte(windowsSetupCompleteCmd(basePlan(t)))
+	g.Files[setup] = []byte(setupCompleteCmd(basePlan(t)))
 	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
 	assert.NotContains(t, g.AtSysprep.Files, before)
 

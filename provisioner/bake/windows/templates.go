@@ -61,9 +61,9 @@ var funcs = template.FuncMap{
 	// cmdWord is a bare word in a .cmd script.
 	"cmdWord": cmdWord,
 	// Fixed fragments.
-	"builtinAdmin":      func() string { return windowsBuiltinAdmin },
-	"firstBootCommand":  func() string { return windowsFirstBootCommand },
-	"setupCompleteMark": func() string { return windowsSetupCompleteMark },
+	"builtinAdmin":      func() string { return builtinAdmin },
+	"firstBootCommand":  func() string { return firstBootCommand },
+	"setupCompleteMark": func() string { return setupCompleteMark },
 	"serialWriter":      serialWriter,
 	// join is not safe: its result goes on into q.
 	"join": strings.Join,

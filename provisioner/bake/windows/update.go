@@ -43,8 +43,8 @@ const (
 	autoUpdatePolicyKey  = `SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU`
 )
 
-// windowsAutomaticUpdatesOff sets the policy's NoAutoUpdate.
-func windowsAutomaticUpdatesOff() []byte {
+// automaticUpdatesOff sets the policy's NoAutoUpdate.
+func automaticUpdatesOff() []byte {
 	return templates.Render("automatic-updates.ps1.tmpl", struct{ PolicyKey string }{autoUpdatePolicyKey})
 }
 
@@ -77,13 +77,13 @@ func newWindowsUpdateInput(staging string, timeout time.Duration) windowsUpdateI
 		HasNotRun:         schedTaskHasNotRun,
 		Criteria:          windowsUpdateCriteria, SkipTitle: windowsUpdateSkipTitle,
 		Succeeded: wuaSucceeded, SucceededWithErrors: wuaSucceededWithErrors,
-		RestartMarker: windowsRestartMarker,
+		RestartMarker: restartMarker,
 	}
 }
 
 // windowsUpdateScript renders the windows-update step: one round of
 // search, download and install, stopped after timeout. It prints
-// windowsRestartMarker when Windows needs a restart to finish; the flow
+// restartMarker when Windows needs a restart to finish; the flow
 // restarts and runs it again until it finds nothing left to do. The
 // worker the SYSTEM task runs goes in a here-string.
 func windowsUpdateScript(staging string, timeout time.Duration) []byte {

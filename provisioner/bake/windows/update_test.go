@@ -32,7 +32,7 @@ func TestWindowsUpdateScript(t *testing.T) {
 		"if ($info.LastTaskResult -ne 267011 -or (Get-Date) -gt $startBy) {",
 		"$session.CreateUpdateDownloader()",
 		"$session.CreateUpdateInstaller()",
-		"Write-KubenodeLog '" + windowsRestartMarker + "'",
+		"Write-KubenodeLog '" + restartMarker + "'",
 		"-User 'SYSTEM' -RunLevel Highest",
 		"-ExecutionTimeLimit (New-TimeSpan -Minutes 91)",
 		"$deadline = (Get-Date).AddMinutes(91)",
@@ -65,7 +65,7 @@ func TestWindowsStepsWindowsUpdateFirst(t *testing.T) {
 	assert.Equal(t, stepAutomaticUpdates, steps[0].Name, "automatic updates off before the bake's own updates")
 	assert.Equal(t, stepWindowsUpdate, steps[1].Name)
 	assert.Equal(t, stepContainersFeature, steps[2].Name)
-	assert.Equal(t, windowsUpdateScript(windowsStaging, 90*time.Minute), steps[1].Script)
+	assert.Equal(t, windowsUpdateScript(defaultStaging, 90*time.Minute), steps[1].Script)
 
 	p.WindowsUpdateTimeout = -time.Minute
 	_, err = Steps(p)
@@ -89,7 +89,7 @@ func updateRound(n int, restart bool) string {
 		fmt.Fprintf(&b, "changed: installed KB50%02d\r\n", i)
 	}
 	if restart {
-		b.WriteString(windowsRestartMarker + "\r\n")
+		b.WriteString(restartMarker + "\r\n")
 	} else {
 		b.WriteString("ok: no restart needed\r\n")
 	}

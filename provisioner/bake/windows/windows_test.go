@@ -66,7 +66,7 @@ func basePlan(t *testing.T) Plan {
 	}
 }
 
-func windowsCases(t *testing.T) map[string]Plan {
+func goldenPlans(t *testing.T) map[string]Plan {
 	old := basePlan(t)
 	old.Windows = mustWindows(t, "2019")
 	old.Containerd = newestContainerd(t, 2)
@@ -146,7 +146,7 @@ func fetchUploads(ups []Upload) []Upload {
 // renderedWindows is every script and config of every case, by golden path.
 func renderedWindows(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
-	for name, p := range windowsCases(t) {
+	for name, p := range goldenPlans(t) {
 		steps, err := Steps(p)
 		require.NoError(t, err, name)
 		for i, s := range steps {
@@ -158,11 +158,11 @@ func renderedWindows(t *testing.T) map[string][]byte {
 			service, unattend := p.cloudbaseInitConfigs()
 			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init.conf", name)] = []byte(service.render(p.CloudbaseInit.Version))
 			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init-unattend.conf", name)] = []byte(unattend.render(p.CloudbaseInit.Version))
-			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(windowsKubeletWrapperScript())
+			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(kubeletWrapperScript())
 		}
 		// The answer file has its own goldens in autounattend.
 		for _, f := range FirstBootFiles(p) {
-			if f.Path != windowsFirstBootAnswer {
+			if f.Path != firstBootAnswer {
 				out[fmt.Sprintf("windows/%s/first-boot/%s", name, path.Base(strings.ReplaceAll(f.Path, `\`, "/")))] = f.Content
 			}
 		}
@@ -170,7 +170,7 @@ func renderedWindows(t *testing.T) map[string][]byte {
 	// config.toml of the 2019 case (version 2) and the 2025 case (version 3,
 	// with the build's minimum pause image).
 	for _, name := range []string{"2019-config-v2", "2025-config-v3"} {
-		p := windowsCases(t)[name].WithDefaults()
+		p := goldenPlans(t)[name].WithDefaults()
 		out[fmt.Sprintf("windows/containerd-config-v%d.toml", p.Containerd.ConfigVersion)] = []byte(ContainerdConfig(p.Containerd, p.PauseImage))
 	}
 	return out
@@ -318,7 +318,7 @@ func TestWindowsServicesUseTheUnitsCommandLines(t *testing.T) {
 	assert.Contains(t, byName["joiner"], "$binPath = '"+units.CommandLine(units.JoinerServiceArgs())+"'\r\n")
 	assert.Contains(t, byName["joiner"], "'start=', 'disabled'")
 	assert.Contains(t, byName["joiner"], "'failureflag', '"+units.JoinerServiceName+"', '1'")
-	assert.Contains(t, byName["joiner"], "Set-KubenodeFile -Path '"+windowsJoinerConf+"'")
+	assert.Contains(t, byName["joiner"], "Set-KubenodeFile -Path '"+joinerConf+"'")
 }
 
 // The baked joiner configuration is the joiner's own type: it reads back,
@@ -365,7 +365,7 @@ func TestWindowsHyperVRoleUsesDism(t *testing.T) {
 			assert.Contains(t, script, dism)
 			restartOn3010 := regexp.MustCompile(`if \(\$code -eq 3010\) \{\r\n[^}]*\$restart = \$true`)
 			assert.Regexp(t, restartOn3010, script, "dism's 3010 asks for the restart")
-			assert.Less(t, strings.Index(script, "dism.exe"), strings.Index(script, windowsRestartMarker),
+			assert.Less(t, strings.Index(script, "dism.exe"), strings.Index(script, restartMarker),
 				"the role is enabled before the restart marker is printed")
 			if mode == "auto" {
 				assert.Contains(t, script, "SecondLevelAddressTranslationExtensions", "auto checks SLAT")
