@@ -297,7 +297,7 @@ var (
 	}
 	// The releases a key left unset installs.
 	Defaults = struct{ Kubernetes, Containerd, CNIPlugins string }{
-		Kubernetes: "v1.33.13", Containerd: "2.1.4", CNIPlugins: "v1.6.2",
+		Kubernetes: "v1.37.2", Containerd: "2.3.7", CNIPlugins: "v1.10.0",
 	}
 	WindowsReleases = []WindowsRelease{
 		{Version: "2019", Build: 17763, MinPause: "3.4", HyperV: true, Registry: []RegistryDWORD{
