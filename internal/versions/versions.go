@@ -453,8 +453,8 @@ func CheckContainerd(k KubernetesRelease, c ContainerdRelease) error {
 	if CompareVersions(cm, minor(newest)) > 0 {
 		return nil
 	}
-	return fmt.Errorf("containerd_version: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); use one of those",
-		c.Version, k.Minor, strings.Join(listed, ", "))
+	return fmt.Errorf("containerd_version %s with kubernetes_version %s: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); set containerd_version to one of those",
+		c.Version, k.Version, c.Version, k.Minor, strings.Join(listed, ", "))
 }
 
 // WindowsWarning says when Kubernetes' documentation does not support the
