@@ -61,7 +61,7 @@ variable "cloud_image_checksum" {
 # cluster outside the kubelet's and kubeadm's version skew).
 variable "kubernetes_version" {
   type    = string
-  default = "v1.36.0"
+  default = "v1.37.2"
 }
 
 # A containerd release recommended for kubernetes_version (docs/bake.md).

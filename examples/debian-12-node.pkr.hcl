@@ -54,7 +54,7 @@ variable "images" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.36.0"
+  default = "v1.37.2"
 }
 
 variable "output_directory" {

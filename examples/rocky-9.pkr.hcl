@@ -7,7 +7,7 @@
 # reboots into the installed system, which the build reaches over SSH.
 # kubenode-bake then installs containerd, runc and the CNI plugins (release
 # tarballs; Rocky has no containerd package), kubelet/kubeadm/kubectl
-# v1.33.13 from dl.k8s.io and the joiner with its first-boot unit, and
+# v1.37.2 from dl.k8s.io and the joiner with its first-boot unit, and
 # generalizes; kubenode-export writes a zstd qcow2, its .sha256 and
 # kubenode-manifest.json.
 #
@@ -47,7 +47,7 @@ variable "iso_checksum" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.37.2"
 }
 
 variable "joiner" {

@@ -6,7 +6,7 @@
 # subiquity asks for confirmation before wiping the disk: boot_command types
 # it at GRUB's prompt (the ISO boots GRUB on BIOS and UEFI alike).
 # kubenode-bake then installs containerd, runc and the CNI plugins (release
-# tarballs), kubelet/kubeadm/kubectl v1.33.13 from dl.k8s.io and the joiner
+# tarballs), kubelet/kubeadm/kubectl v1.37.2 from dl.k8s.io and the joiner
 # with its first-boot unit, and generalizes; kubenode-export writes a zstd
 # qcow2, its .sha256 and kubenode-manifest.json.
 #
@@ -43,7 +43,7 @@ variable "iso_checksum" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.37.2"
 }
 
 variable "joiner" {

@@ -3,7 +3,7 @@
 # network, drivers from the virtio-win ISO's 2k19 folders), reached over
 # WinRM, baked into a node by kubenode-bake (Containers feature, the 2019
 # registry settings, containerd 1.7 with its version 2 config and a pause
-# image that has a 1809 variant, kubelet/kubeadm/kubectl v1.33.13 from
+# image that has a 1809 variant, kubelet/kubeadm/kubectl v1.35.4 from
 # dl.k8s.io, the joiner and its first-boot service) and exported by
 # kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
 #
@@ -89,9 +89,11 @@ variable "windows_update" {
   default = true
 }
 
+# The newest minor whose containerd matrix still lists containerd 1.7
+# (1.7.28+) and that still reads a version 2 config.
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.35.4"
 }
 
 variable "joiner_windows" {
@@ -143,7 +145,7 @@ build {
     clone_admin_password = var.clone_admin_password
     # containerd 1.7 (config version 2): the combination kubenode-bake's
     # Windows Server 2019 golden scripts cover.
-    containerd_version = "1.7.27"
+    containerd_version = "1.7.28"
     artifacts          = { joiner = var.joiner_windows }
     node_labels        = { "kubenode.io/image" = "windows-2019-core" }
     restart_timeout    = "30m"

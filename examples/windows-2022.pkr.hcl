@@ -4,7 +4,7 @@
 # Each is installed unattended from the ISO (UEFI, virtio disk and network,
 # drivers from the virtio-win ISO), reached over WinRM, baked into a node by
 # kubenode-bake (Containers feature, containerd, kubelet/kubeadm/kubectl
-# v1.33.13 from dl.k8s.io, the joiner and its first-boot service) and
+# v1.37.2 from dl.k8s.io, the joiner and its first-boot service) and
 # exported by kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
 #
 # The plugin is not released yet: build it from this repository. make dev
@@ -93,7 +93,7 @@ variable "windows_update" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.37.2"
 }
 
 variable "joiner_windows" {

@@ -4,7 +4,7 @@
 # virtio-win ISO's 2k25 folders), reached over WinRM, baked into a node by
 # kubenode-bake (Containers feature, the 2025 registry settings, containerd
 # 2.x with its version 3 config and a pause image of at least 3.10.2, the
-# first with a Server 2025 variant, kubelet/kubeadm/kubectl v1.33.13 from
+# first with a Server 2025 variant, kubelet/kubeadm/kubectl v1.37.2 from
 # dl.k8s.io, the joiner and its first-boot service) and exported by
 # kubenode-export (zstd qcow2, .sha256, kubenode-manifest.json).
 #
@@ -96,7 +96,7 @@ variable "windows_update" {
 
 variable "kubernetes_version" {
   type    = string
-  default = "v1.33.13"
+  default = "v1.37.2"
 }
 
 variable "joiner_windows" {

@@ -6,11 +6,11 @@
 # modules are refused). Cold: several minutes on 2 cores; warm: prints the cache
 # path.
 #
-#   scripts/k8s-binaries.sh [vX.Y.Z]   builds if needed (default v1.36.0),
+#   scripts/k8s-binaries.sh [vX.Y.Z]   builds if needed (default v1.37.2),
 #                                      prints the directory
 set -euo pipefail
 
-K8S_VERSION=${1:-v1.36.0}
+K8S_VERSION=${1:-v1.37.2}
 [[ $K8S_VERSION =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "[k8s-binaries] not a release vX.Y.Z: $K8S_VERSION" >&2; exit 2; }
 STAGING_VERSION=v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}

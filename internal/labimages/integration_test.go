@@ -30,7 +30,7 @@ func TestImportIntoContainerd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	src, err := labimages.KubernetesSourceDir(ctx, "v1.36.0")
+	src, err := labimages.KubernetesSourceDir(ctx, "v1.37.2")
 	require.NoError(t, err)
 	imgs, err := labimages.Build(ctx, labimages.Options{PauseRef: "registry.k8s.io/pause:3.10.2", KubernetesSourceDir: src, CacheDir: t.TempDir()})
 	require.NoError(t, err)
@@ -65,7 +65,7 @@ func TestImportIntoContainerd(t *testing.T) {
 	}
 
 	out := ctr("run", "--rm", imgs[0].Ref, "labimages-test-pause", "/pause", "-v")
-	assert.Equal(t, "pause.c v3.10.2-v1.36.0\n", strings.ReplaceAll(out, "\r", ""), "the pause binary compiled from that release's source")
+	assert.Equal(t, "pause.c v3.10.2-v1.37.2\n", strings.ReplaceAll(out, "\r", ""), "the pause binary compiled from that release's source")
 
 	busybox := imgs[1].Ref
 	out = ctr("run", "--rm", busybox, "labimages-test-echo", "/bin/sh", "-c", "echo hello from $(hostname -s 2>/dev/null || echo busybox); cat /proc/1/cmdline | tr '\\0' ' '")

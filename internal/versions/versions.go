@@ -297,7 +297,7 @@ var (
 	}
 	// The releases a key left unset installs.
 	Defaults = struct{ Kubernetes, Containerd, CNIPlugins string }{
-		Kubernetes: "v1.33.13", Containerd: "2.1.4", CNIPlugins: "v1.6.2",
+		Kubernetes: "v1.37.2", Containerd: "2.3.7", CNIPlugins: "v1.10.0",
 	}
 	WindowsReleases = []WindowsRelease{
 		{Version: "2019", Build: 17763, MinPause: "3.4", HyperV: true, Registry: []RegistryDWORD{
@@ -453,8 +453,8 @@ func CheckContainerd(k KubernetesRelease, c ContainerdRelease) error {
 	if CompareVersions(cm, minor(newest)) > 0 {
 		return nil
 	}
-	return fmt.Errorf("containerd_version: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); use one of those",
-		c.Version, k.Minor, strings.Join(listed, ", "))
+	return fmt.Errorf("containerd_version %s with kubernetes_version %s: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); set containerd_version to one of those",
+		c.Version, k.Version, c.Version, k.Minor, strings.Join(listed, ", "))
 }
 
 // WindowsWarning says when Kubernetes' documentation does not support the

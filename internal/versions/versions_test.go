@@ -670,8 +670,9 @@ func TestCheckContainerd(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, "%s with containerd %s", tc.k8s, tc.ctr)
-		assert.Contains(t, err.Error(), "containerd_version: containerd's Kubernetes support matrix does not list containerd "+tc.ctr+" for Kubernetes "+k.Minor+
-			" (it lists "+strings.Join(k.Containerd, "+, ")+"+); use one of those")
+		assert.Contains(t, err.Error(), "containerd_version "+tc.ctr+" with kubernetes_version "+tc.k8s+
+			": containerd's Kubernetes support matrix does not list containerd "+tc.ctr+" for Kubernetes "+k.Minor+
+			" (it lists "+strings.Join(k.Containerd, "+, ")+"+); set containerd_version to one of those")
 	}
 	k, err := LookupKubernetes("v1.37.2")
 	require.NoError(t, err)

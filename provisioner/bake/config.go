@@ -44,10 +44,10 @@ type Config struct {
 	// patch release of a minor in the version table (v1.30 to v1.37; see
 	// docs/bake.md); pre-releases are refused. The bake checks on the guest
 	// that the kubelet and kubeadm it installs report this version. Default
-	// `v1.33.13`.
+	// `v1.37.2`.
 	KubernetesVersion string `mapstructure:"kubernetes_version"`
 	// containerd release, `X.Y.Z` without a `v`: any patch release of a
-	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3, 2.4). Default `2.1.4`.
+	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3, 2.4). Default `2.3.7`.
 	// Linux with `containerd_source = "package"` uses the distribution's
 	// containerd instead.
 	ContainerdVersion string `mapstructure:"containerd_version"`
@@ -57,7 +57,7 @@ type Config struct {
 	// containerd, runc, containernetworking-plugins). Default `tarball`.
 	ContainerdSource string `mapstructure:"containerd_source"`
 	// containernetworking/plugins release, `vX.Y.Z`: any v1 release.
-	// Default `v1.6.2`.
+	// Default `v1.10.0`.
 	CNIPluginsVersion string `mapstructure:"cni_plugins_version"`
 	// The sandbox (pause) image containerd and the kubelet use. Default:
 	// kubeadm's for `kubernetes_version`, raised to the Windows build's

@@ -156,7 +156,7 @@ func TestPrepareRefusesUnknownVersions(t *testing.T) {
 // on either guest OS, with the default containerd and CNI plugins; the
 // release asked for is the one installed.
 func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
-	for _, v := range []string{"v1.30.14", "v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4", "v1.36.0"} {
+	for _, v := range []string{"v1.30.14", "v1.31.0", "v1.32.9", "v1.33.13", "v1.34.3", "v1.35.4", "v1.36.0", "v1.37.2"} {
 		for _, guest := range []string{"linux", "windows", ""} {
 			var c Config
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": v}), "%s on %q", v, guest)
@@ -174,7 +174,8 @@ func TestPrepareAcceptsAnyPatchReleaseOfAKnownMinor(t *testing.T) {
 			require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": m.Minor + ".0", "install_joiner": joiner}), "%s, install_joiner = %t", m.Minor, joiner)
 		}
 	}
-	for _, v := range []string{"1.7.27", "2.0.7", "2.1.4", "2.2.1", "2.3.7"} {
+	// containerd's matrix for v1.34: 2.1.3+, 2.0.6+, 1.7.28+; newer minors pass.
+	for _, v := range []string{"1.7.28", "2.0.7", "2.1.4", "2.2.1", "2.3.7"} {
 		var c Config
 		require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.34.3", "containerd_version": v, "cni_plugins_version": "v1.7.1"}), v)
 	}
@@ -325,7 +326,50 @@ func TestPrepareRefusesAContainerdTheMinorDoesNotTake(t *testing.T) {
 	require.NoError(t, pkg.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "1.7.27", "containerd_source": "package"}),
 		"the distribution's containerd is known on the guest only")
 	var ok Config
-	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "2.0.7"}))
+	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": newest.Containerd[0]}))
+}
+
+// `packer validate` holds a tarball containerd to containerd's Kubernetes
+// support matrix: for v1.37 it lists 2.4.0+ and 2.3.0+, so 2.4 and 2.3 pass
+// and 2.2 (config version 3 still) and older are refused, naming both keys
+// and the releases to use.
+func TestPrepareHoldsContainerdToItsMatrix(t *testing.T) {
+	for _, tc := range []struct {
+		k8s, ctr string
+		ok       bool
+	}{
+		{"v1.37.2", "2.4.2", true},
+		{"v1.37.2", "2.3.7", true},
+		{"v1.37.2", "2.3.0", true},
+		{"v1.37.2", "2.2.9", false},
+		{"v1.37.2", "2.2.0", false},
+		{"v1.37.2", "2.1.5", false},
+		{"v1.37.2", "2.0.7", false},
+		{"v1.36.0", "2.4.2", true}, // newer than every minor listed
+		{"v1.36.0", "2.2.0", true},
+		{"v1.35.4", "2.1.4", false}, // below 2.1.5+
+		{"v1.35.4", "2.1.5", true},
+		{"v1.34.3", "1.7.27", false}, // below 1.7.28+
+		{"v1.34.3", "1.7.28", true},
+	} {
+		for _, guest := range []string{"linux", "windows"} {
+			var c Config
+			err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": tc.k8s, "containerd_version": tc.ctr})
+			if tc.ok {
+				assert.NoError(t, err, "%s with containerd %s on %s", tc.k8s, tc.ctr, guest)
+				continue
+			}
+			require.Error(t, err, "%s with containerd %s on %s", tc.k8s, tc.ctr, guest)
+			k, kerr := versions.LookupKubernetes(tc.k8s)
+			require.NoError(t, kerr)
+			assert.Contains(t, err.Error(), "containerd_version "+tc.ctr+" with kubernetes_version "+tc.k8s+
+				": containerd's Kubernetes support matrix does not list containerd "+tc.ctr+" for Kubernetes "+k.Minor+
+				" (it lists "+strings.Join(k.Containerd, "+, ")+"+); set containerd_version to one of those")
+		}
+	}
+	var pkg Config
+	require.NoError(t, pkg.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.37.2", "containerd_version": "2.2.9", "containerd_source": "package"}),
+		"the distribution's containerd is known on the guest only")
 }
 
 func TestPrepareWindowsUpdate(t *testing.T) {

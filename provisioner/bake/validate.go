@@ -112,7 +112,8 @@ func (c *Config) versionWarnings() []string {
 
 // validateVersions reports the versions the table refuses and checks that
 // the releases work together: containerd's config version with the
-// Kubernetes minor (containerd's recommendations), and a kubelet flag the
+// Kubernetes minor (containerd's recommendations), containerd's release
+// with the releases containerd's support matrix lists for the minor, and a kubelet flag the
 // kubelet may no longer have. (The joiner writes its JoinConfiguration in
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
 // the defaults are set.
@@ -139,6 +140,12 @@ func (c *Config) validateVersions() []error {
 		}
 		errs = append(errs, fmt.Errorf("containerd_version: containerd %s is not recommended for Kubernetes %s (config version %d); use a release of %s",
 			ctr.Version, k8s.Minor, ctr.ConfigVersion, strings.Join(minors, ", ")))
+	}
+	// containerd's own matrix of the releases each Kubernetes minor takes.
+	if r.errC == nil && c.ContainerdSource == "tarball" {
+		if err := versions.CheckContainerd(k8s, ctr); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if _, set := c.KubeletExtraArgs[versions.PodInfraContainerImage]; set && !k8s.PodInfraContainerImageFlag {
 		errs = append(errs, fmt.Errorf("kubelet_extra_args[%q]: the kubelet of Kubernetes %s has no such flag and would not start "+

@@ -25,20 +25,20 @@ import (
 // The newest Kubernetes and containerd releases the production example is
 // proven with.
 const (
-	productionKubernetes = "v1.36.0"
+	productionKubernetes = "v1.37.2"
 	productionContainerd = lab.ProductionContainerd
 )
 
 // TestProductionImage is `make e2e-production`: the production example
 // (examples/debian-12-cloud-node.pkr.hcl) built as a user builds it, from
 // release downloads checked against their published checksums, through
-// download_mirrors: kubelet, kubeadm and kubectl of Kubernetes v1.36,
+// download_mirrors: kubelet, kubeadm and kubectl of Kubernetes v1.37,
 // containerd 2.3's release tarball, runc and crictl, and the CNI plugins
 // tarball, all served here in their upstream layout
 // (scripts/release-files.sh). The bake's self-check passes with crictl
 // answering over containerd's socket. Two clones boot with their join seed
 // alone (no cloud-init seed): each names itself, the joiner names its Node
-// after it, both join a v1.36 control plane, the cluster's CNI (the lab's
+// after it, both join a v1.37 control plane, the cluster's CNI (the lab's
 // DaemonSet; the image has cni = "none") makes them Ready, and a Job runs
 // on each.
 func TestProductionImage(t *testing.T) {
@@ -94,7 +94,7 @@ func TestProductionImage(t *testing.T) {
 	client, err := l.Client()
 	require.NoError(t, err)
 	require.Len(t, l.Nodes, 2)
-	t.Run("seedless clones name themselves and join v1.36", func(t *testing.T) {
+	t.Run("seedless clones name themselves and join v1.37", func(t *testing.T) {
 		names := map[string]bool{}
 		machineIDs := map[string]bool{}
 		for _, node := range l.Nodes {

@@ -33,11 +33,11 @@ import (
 // production example. The real packer builds
 // examples/debian-12-cloud-node.pkr.hcl (kubenode-libvirt under TCG →
 // kubenode-bake → kubenode-export) the way a user builds it: Kubernetes
-// v1.36's kubelet, kubeadm and kubectl, containerd 2.3's release tarball,
+// v1.37's kubelet, kubeadm and kubectl, containerd 2.3's release tarball,
 // runc, crictl and the CNI plugins downloaded through download_mirrors
 // from their upstream layout served here, each checked against its
 // published checksum format; cni = "none", the build account locked,
-// generalized. A v1.36 control plane starts on 127.0.0.1 with the lab's
+// generalized. A v1.37 control plane starts on 127.0.0.1 with the lab's
 // CNI DaemonSet (the cluster's CNI), `joiner token` makes the seeds, the
 // exported image boots under libvirt, and its first-boot joiner joins it.
 // Then: the image and manifest are right, the Node is Ready with the labels

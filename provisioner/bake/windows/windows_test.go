@@ -50,6 +50,25 @@ func newestContainerd(t *testing.T, configVersion int) versions.ContainerdReleas
 	return versions.ContainerdRelease{}
 }
 
+// newestKubernetes is the default Kubernetes release when its minor takes
+// the given containerd config version, else the first release (vX.Y.0) of
+// the newest minor that does.
+func newestKubernetes(t *testing.T, configVersion int) versions.KubernetesRelease {
+	t.Helper()
+	if k, err := versions.LookupKubernetes(""); err == nil && slices.Contains(k.ContainerdConfigVersions, configVersion) {
+		return k
+	}
+	for _, r := range slices.Backward(versions.KubernetesMinors) {
+		if slices.Contains(r.ContainerdConfigVersions, configVersion) {
+			k, err := versions.LookupKubernetes(r.Minor + ".0")
+			require.NoError(t, err)
+			return k
+		}
+	}
+	t.Fatalf("no Kubernetes row takes containerd config version %d", configVersion)
+	return versions.KubernetesRelease{}
+}
+
 func basePlan(t *testing.T) Plan {
 	k8s, err := versions.LookupKubernetes("")
 	require.NoError(t, err)
@@ -67,9 +86,13 @@ func basePlan(t *testing.T) Plan {
 }
 
 func goldenPlans(t *testing.T) map[string]Plan {
+	var err error
 	old := basePlan(t)
 	old.Windows = mustWindows(t, "2019")
 	old.Containerd = newestContainerd(t, 2)
+	old.Kubernetes = newestKubernetes(t, 2)
+	old.Crictl, err = versions.LookupCrictl("", old.Kubernetes)
+	require.NoError(t, err)
 	old.HyperV = "off"
 	old.Generalize = false
 	old.Proxy = node.Proxy{HTTP: "http://proxy.example:3128", HTTPS: "http://user:it's@proxy.example:3128", No: "10.0.0.0/8,.cluster.local"}
@@ -79,8 +102,7 @@ func goldenPlans(t *testing.T) map[string]Plan {
 	// windows_automatic_updates = true: no automatic-updates step.
 	old.AutomaticUpdates = true
 
-	// The newest Kubernetes minor, whose kubelet has no
-	// --pod-infra-container-image: the joiner is not given it.
+	// The newest Kubernetes minor's first release.
 	desktop := basePlan(t)
 	desktop.Windows = mustWindows(t, "2022")
 	newest, err := versions.LookupKubernetes(versions.KubernetesMinors[len(versions.KubernetesMinors)-1].Minor + ".0")
@@ -262,7 +284,7 @@ func TestWindowsPlanDefaultsPauseToTheBuildsMinimum(t *testing.T) {
 func TestWindowsPlanValidation(t *testing.T) {
 	p := basePlan(t)
 	p.Windows = mustWindows(t, "2025")
-	p.PauseImage = p.Kubernetes.PauseImage // kubeadm's: no 2025 image
+	p.PauseImage = versions.KubernetesMinors[0].PauseImage // the oldest minor's: no 2025 image
 	p.HyperV = "maybe"
 	p.CNI = "bridge"
 	p.Proxy.HTTP = "http://proxy\n:3128"
@@ -272,7 +294,7 @@ func TestWindowsPlanValidation(t *testing.T) {
 	err := p.Validate()
 	require.Error(t, err)
 	for _, want := range []string{
-		"pause_image: " + p.Kubernetes.PauseImage + " has no image for Windows Server 2025",
+		"pause_image: " + p.PauseImage + " has no image for Windows Server 2025",
 		"the minimum is " + versions.UpstreamPause + ":" + p.Windows.MinPause,
 		`hyperv: "maybe" is not auto, on or off`,
 		`cni: "bridge" is not available on Windows`,
@@ -325,6 +347,16 @@ func TestWindowsServicesUseTheUnitsCommandLines(t *testing.T) {
 // and carries the pause image for kubeadm's --pod-infra-container-image.
 func TestWindowsJoinerConfig(t *testing.T) {
 	p := basePlan(t)
+	// The newest minor whose kubelet still has the flag.
+	for _, r := range slices.Backward(versions.KubernetesMinors) {
+		if r.PodInfraContainerImageFlag {
+			k, err := versions.LookupKubernetes(r.Minor + ".0")
+			require.NoError(t, err)
+			p.Kubernetes = k
+			break
+		}
+	}
+	require.True(t, p.Kubernetes.PodInfraContainerImageFlag, "a minor whose kubelet has --pod-infra-container-image")
 	p.NodeLabels = map[string]string{"example.com/pool": "win"}
 	p = p.WithDefaults()
 	data, err := p.joinerConfig()
@@ -332,9 +364,7 @@ func TestWindowsJoinerConfig(t *testing.T) {
 	s := string(data)
 	assert.Contains(t, s, "criSocket: "+units.WindowsCRIEndpoint)
 	assert.Contains(t, s, "example.com/pool: win")
-	if p.Kubernetes.PodInfraContainerImageFlag {
-		assert.Contains(t, s, "name: pod-infra-container-image\n  value: "+p.PauseImage)
-	}
+	assert.Contains(t, s, "name: pod-infra-container-image\n  value: "+p.PauseImage)
 	p.KubeletExtraArgs = map[string]string{"pod-infra-container-image": "mine.example/pause:1"}
 	data, err = p.joinerConfig()
 	require.NoError(t, err)

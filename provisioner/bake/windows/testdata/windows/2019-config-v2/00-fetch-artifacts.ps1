@@ -23,7 +23,7 @@ function Get-KubenodeArtifact {
 }
 
 $good = $true
-if (-not (Get-KubenodeArtifact -Name 'cni-plugins' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/cni-plugins-windows-amd64-v1.6.2.tgz' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.6.2.tgz' -Shown 'http://192.168.122.1:41234/.../cni-plugins-windows-amd64-v1.6.2.tgz')) {
+if (-not (Get-KubenodeArtifact -Name 'cni-plugins' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/cni-plugins-windows-amd64-v1.10.0.tgz' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.10.0.tgz' -Shown 'http://192.168.122.1:41234/.../cni-plugins-windows-amd64-v1.10.0.tgz')) {
     $good = $false
 }
 if (-not (Get-KubenodeArtifact -Name 'containerd' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/containerd-1.7.0-windows-amd64.tar.gz' -Path 'C:\Windows\Temp\kubenode\containerd-1.7.0-windows-amd64.tar.gz' -Shown 'http://192.168.122.1:41234/.../containerd-1.7.0-windows-amd64.tar.gz')) {

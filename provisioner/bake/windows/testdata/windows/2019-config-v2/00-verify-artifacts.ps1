@@ -19,7 +19,7 @@ function Test-KubenodeArtifact {
 }
 
 $good = $true
-if (-not (Test-KubenodeArtifact -Name 'cni-plugins' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.6.2.tgz' -Want '0000000000000000000000000000000000000000000000000000000000000024')) {
+if (-not (Test-KubenodeArtifact -Name 'cni-plugins' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.10.0.tgz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {
     $good = $false
 }
 if (-not (Test-KubenodeArtifact -Name 'containerd' -Path 'C:\Windows\Temp\kubenode\containerd-1.7.0-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {

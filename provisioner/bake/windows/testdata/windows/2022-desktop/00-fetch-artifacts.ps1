@@ -23,13 +23,13 @@ function Get-KubenodeArtifact {
 }
 
 $good = $true
-if (-not (Get-KubenodeArtifact -Name 'cni-plugins' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/cni-plugins-windows-amd64-v1.6.2.tgz' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.6.2.tgz' -Shown 'http://192.168.122.1:41234/.../cni-plugins-windows-amd64-v1.6.2.tgz')) {
+if (-not (Get-KubenodeArtifact -Name 'cni-plugins' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/cni-plugins-windows-amd64-v1.10.0.tgz' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.10.0.tgz' -Shown 'http://192.168.122.1:41234/.../cni-plugins-windows-amd64-v1.10.0.tgz')) {
     $good = $false
 }
-if (-not (Get-KubenodeArtifact -Name 'containerd' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/containerd-2.1.4-windows-amd64.tar.gz' -Path 'C:\Windows\Temp\kubenode\containerd-2.1.4-windows-amd64.tar.gz' -Shown 'http://192.168.122.1:41234/.../containerd-2.1.4-windows-amd64.tar.gz')) {
+if (-not (Get-KubenodeArtifact -Name 'containerd' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/containerd-2.3.7-windows-amd64.tar.gz' -Path 'C:\Windows\Temp\kubenode\containerd-2.3.7-windows-amd64.tar.gz' -Shown 'http://192.168.122.1:41234/.../containerd-2.3.7-windows-amd64.tar.gz')) {
     $good = $false
 }
-if (-not (Get-KubenodeArtifact -Name 'crictl' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/crictl-v1.33.0-windows-amd64.tar.gz' -Path 'C:\Windows\Temp\kubenode\crictl-v1.33.0-windows-amd64.tar.gz' -Shown 'http://192.168.122.1:41234/.../crictl-v1.33.0-windows-amd64.tar.gz')) {
+if (-not (Get-KubenodeArtifact -Name 'crictl' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/crictl-v1.37.0-windows-amd64.tar.gz' -Path 'C:\Windows\Temp\kubenode\crictl-v1.37.0-windows-amd64.tar.gz' -Shown 'http://192.168.122.1:41234/.../crictl-v1.37.0-windows-amd64.tar.gz')) {
     $good = $false
 }
 if (-not (Get-KubenodeArtifact -Name 'joiner' -Url 'http://192.168.122.1:41234/00112233445566778899aabbccddeeff/kubenode-joiner.exe' -Path 'C:\Windows\Temp\kubenode\kubenode-joiner.exe' -Shown 'http://192.168.122.1:41234/.../kubenode-joiner.exe')) {

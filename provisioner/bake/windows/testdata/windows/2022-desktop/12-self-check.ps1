@@ -74,13 +74,13 @@ if ($r.Code -eq 0 -and $r.Text -clike 'Client Version: v1.37.0 *') {
     Add-KubenodeProblem ('kubectl reports ''' + $r.Text + ''', want v1.37.0')
 }
 $r = Invoke-KubenodeCheck -FilePath 'C:\Program Files\containerd\containerd.exe' -Arguments @('--version')
-if ($r.Code -eq 0 -and $r.Text -like '* v2.1.4 *') {
-    Write-Host 'ok: containerd v2.1.4'
+if ($r.Code -eq 0 -and $r.Text -like '* v2.3.7 *') {
+    Write-Host 'ok: containerd v2.3.7'
 } else {
-    Add-KubenodeProblem ('containerd reports ''' + $r.Text + ''', want v2.1.4')
+    Add-KubenodeProblem ('containerd reports ''' + $r.Text + ''', want v2.3.7')
 }
 # containerd answers on its pipe.
-Test-KubenodeVersion -Name 'crictl' -Want 'v1.33.0' -FilePath 'C:\Program Files\containerd\crictl.exe' -Arguments @('--version')
+Test-KubenodeVersion -Name 'crictl' -Want 'v1.37.0' -FilePath 'C:\Program Files\containerd\crictl.exe' -Arguments @('--version')
 $r = Invoke-KubenodeCheck -FilePath 'C:\Program Files\containerd\crictl.exe' -Arguments @('info')
 if ($r.Code -eq 0) {
     Write-Host 'ok: containerd answers crictl info (crictl.yaml: npipe:////./pipe/containerd-containerd)'

@@ -19,13 +19,13 @@ function Test-KubenodeArtifact {
 }
 
 $good = $true
-if (-not (Test-KubenodeArtifact -Name 'cni-plugins' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.6.2.tgz' -Want '0000000000000000000000000000000000000000000000000000000000000024')) {
+if (-not (Test-KubenodeArtifact -Name 'cni-plugins' -Path 'C:\Windows\Temp\kubenode\cni-plugins-windows-amd64-v1.10.0.tgz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {
     $good = $false
 }
-if (-not (Test-KubenodeArtifact -Name 'containerd' -Path 'C:\Windows\Temp\kubenode\containerd-2.1.4-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {
+if (-not (Test-KubenodeArtifact -Name 'containerd' -Path 'C:\Windows\Temp\kubenode\containerd-2.3.7-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000025')) {
     $good = $false
 }
-if (-not (Test-KubenodeArtifact -Name 'crictl' -Path 'C:\Windows\Temp\kubenode\crictl-v1.33.0-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000023')) {
+if (-not (Test-KubenodeArtifact -Name 'crictl' -Path 'C:\Windows\Temp\kubenode\crictl-v1.37.0-windows-amd64.tar.gz' -Want '0000000000000000000000000000000000000000000000000000000000000023')) {
     $good = $false
 }
 if (-not (Test-KubenodeArtifact -Name 'joiner' -Path 'C:\Windows\Temp\kubenode\kubenode-joiner.exe' -Want '0000000000000000000000000000000000000000000000000000000000000013')) {

@@ -70,8 +70,6 @@ kubeadmPath: C:\k\kubeadm.exe
 kubeletExtraArgs:
 - name: max-pods
   value: "60"
-- name: pod-infra-container-image
-  value: registry.k8s.io/pause:3.10.2
 - name: v
   value: "2"
 kubeletPath: C:\k\kubelet.exe
