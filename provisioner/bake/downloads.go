@@ -48,7 +48,8 @@ func (c *Config) plannedDownloads() []versions.Artifact {
 			arts = append(arts, cr.WindowsArtifact())
 		}
 	} else {
-		_, arts, _ = c.linuxPlan() // on an error, other checks say why
+		img, _ := c.nodeImage("linux", versions.WindowsRelease{}) // on an error, other checks say why
+		arts = img.Artifacts
 	}
 	var out []versions.Artifact
 	for _, a := range arts {

@@ -21,9 +21,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/fetch"
-	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
-	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // NormalizeRef writes an image reference the way containerd stores it
@@ -267,43 +265,4 @@ func warnPauseImage(ui packersdk.Ui, im node.Images, pause, kubeadmPause string)
 	}
 	ui.Error(fmt.Sprintf("kubenode-bake: warning: the pause image %s is not preloaded (no images archive holds it, pull_images does not name it, pull_kubeadm_images does not pull it): "+
 		"every node will pull it when it starts its first Pod, which fails on an air-gapped node; add an images archive with it, or list it in pull_images", pause))
-}
-
-// linuxImages adds the images and registry hosts to the Linux plan, warns
-// when the pause image is not preloaded, and appends the archives to the
-// uploads (after Resolve: they are local files, checked in Prepare).
-func (c *Config) linuxImages(ui packersdk.Ui, plan *linux.Plan, arts []versions.Artifact) ([]versions.Artifact, error) {
-	im, imageArts, err := c.imagePlan(c.PullKubeadmImages)
-	if err != nil {
-		return nil, err
-	}
-	hosts, err := c.registryHosts()
-	if err != nil {
-		return nil, err
-	}
-	plan.Images, plan.RegistryHosts = im, hosts
-	warnPauseImage(ui, im, plan.PauseImage, c.releases().k8s.PauseImage)
-	return append(arts, imageArts...), nil
-}
-
-// windowsImages adds the registry hosts to the Windows plan.
-func (c *Config) windowsImages(plan *windows.Plan) error {
-	hosts, err := c.registryHosts()
-	if err != nil {
-		return err
-	}
-	plan.RegistryHosts = hosts
-	return nil
-}
-
-// windowsImageUploads adds the images to the Windows plan, warns when its
-// pause image is not preloaded, and returns the archives to upload.
-func (c *Config) windowsImageUploads(ui packersdk.Ui, plan *windows.Plan) ([]versions.Artifact, error) {
-	im, arts, err := c.imagePlan(false)
-	if err != nil {
-		return nil, err
-	}
-	plan.Images = im
-	warnPauseImage(ui, im, plan.PauseImage, "")
-	return arts, nil
 }

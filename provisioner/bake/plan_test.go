@@ -1,15 +1,38 @@
 package bake
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
+
+// linuxPlan is the Linux plan of the configuration's description, and its
+// artifacts before the downloads.
+func (c *Config) linuxPlan() (linux.Plan, []versions.Artifact, error) {
+	img, err := c.nodeImage("linux", versions.WindowsRelease{})
+	if err != nil {
+		return linux.Plan{}, nil, err
+	}
+	plan, err := linux.NewPlan(img)
+	return plan, img.Artifacts, err
+}
+
+// windowsPlan is the Windows plan of the configuration's description for
+// the release win, and its artifacts before the downloads.
+func (c *Config) windowsPlan(win versions.WindowsRelease) (windows.Plan, []versions.Artifact, error) {
+	img, err := c.nodeImage("windows", win)
+	if err != nil {
+		return windows.Plan{}, nil, err
+	}
+	plan, err := windows.NewPlan(img)
+	return plan, img.Artifacts, err
+}
 
 func TestWindowsPlanFromConfig(t *testing.T) {
 	c := Config{HyperV: "auto", CNI: "none", ContainerdSource: "tarball"}
@@ -33,30 +56,6 @@ func TestWindowsPlanFromConfig(t *testing.T) {
 	assert.ErrorContains(t, err, `kubernetes_version: v0.0.0 is a release of v0.0, which is not in kubenode-bake's version table`)
 }
 
-func TestWindowsFirstBootPasswordIsNotTheBuilds(t *testing.T) {
-	c := &Config{}
-	a, err := c.windowsFirstBoot(false)
-	require.NoError(t, err)
-	b, err := c.windowsFirstBoot(false)
-	require.NoError(t, err)
-	assert.NotEqual(t, a, b, "a random password for each build")
-
-	c.CloneAdminPassword = "Clone-Only-1!"
-	xml, err := c.windowsFirstBoot(false)
-	require.NoError(t, err)
-	assert.Contains(t, string(xml), autounattend.EncodeUnattendPassword("Clone-Only-1!", "AdministratorPassword"))
-
-	for i := 0; i < 50; i++ {
-		pw, err := randomWindowsPassword()
-		require.NoError(t, err)
-		assert.Len(t, pw, 32)
-		assert.Regexp(t, `[A-Z]`, pw)
-		assert.Regexp(t, `[a-z]`, pw)
-		assert.Regexp(t, `[0-9]`, pw)
-		assert.Regexp(t, `[-_.!#%+=]`, pw)
-	}
-}
-
 // Without clone_admin_password, the answer file's random password only
 // takes Setup past the welcome screens: each clone's first boot makes the
 // Administrator a password of its own. With it, every clone keeps it.
@@ -75,4 +74,15 @@ func TestEachCloneMakesItsOwnPasswordWithoutCloneAdminPassword(t *testing.T) {
 	for _, f := range windows.FirstBootFiles(plan) {
 		assert.NotContains(t, string(f.Content), "Set-LocalUser", f.Path)
 	}
+}
+
+// Both operating systems take the one description the same way: the same
+// entry point, the same plan and artifacts functions of a node.Image.
+func TestBothOperatingSystemsBakeTheSameWay(t *testing.T) {
+	assert.Equal(t, reflect.TypeOf(linux.Bake), reflect.TypeOf(windows.Bake), "linux.Bake and windows.Bake")
+	assert.Equal(t, reflect.TypeOf(linux.Artifacts), reflect.TypeOf(windows.Artifacts), "linux.Artifacts and windows.Artifacts")
+	l, w := reflect.TypeOf(linux.NewPlan), reflect.TypeOf(windows.NewPlan)
+	assert.Equal(t, l.NumIn(), w.NumIn())
+	assert.Equal(t, l.In(0), w.In(0), "NewPlan takes the description")
+	assert.Equal(t, l.Out(1), w.Out(1))
 }

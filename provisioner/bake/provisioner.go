@@ -10,6 +10,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
@@ -52,91 +53,60 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if err := errors.Join(c.guestRefusals(guest)...); err != nil {
 		return err
 	}
+	return c.bake(ctx, ui, r, guest, generated)
+}
+
+// bake describes the node for guest (a Windows guest is asked for its
+// release first), resolves its artifacts and images, has the OS package
+// bake it, and records what was baked for kubenode-export.
+func (c *Config) bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, guest string, generated map[string]interface{}) error {
+	bake := linux.Bake
+	var win versions.WindowsRelease
 	if guest == "windows" {
-		return p.provisionWindows(ctx, ui, comm, generated)
+		bake = windows.Bake
+		var err error
+		if win, err = windows.Release(ctx, r); err != nil {
+			return err
+		}
 	}
-	return p.provisionLinux(ctx, ui, r, generated)
-}
-
-func (p *Provisioner) provisionLinux(ctx context.Context, ui packersdk.Ui, r *remote.Remote, generated map[string]interface{}) error {
-	c := &p.config
-	plan, arts, err := c.linuxPlan()
+	img, err := c.nodeImage(guest, win)
 	if err != nil {
 		return err
 	}
-	ui.Say(fmt.Sprintf("kubenode-bake: Kubernetes %s, containerd from %s, cni %s, pause image %s",
-		plan.KubernetesVersion, c.ContainerdSource, c.CNI, plan.PauseImage))
-	ui.Say(crictlSummary(plan.CrictlVersion))
-	if plan.Bootstrap == node.BootstrapClusterAPI {
-		ui.Say(fmt.Sprintf(`kubenode-bake: bootstrap = "cluster-api": cloud-init (datasources %s) runs Cluster API's kubeadm join; no joiner`, strings.Join(plan.CloudInitDatasources, ", ")))
+	// The plan is checked before the downloads.
+	if guest == "windows" {
+		_, err = windows.NewPlan(img)
+	} else {
+		_, err = linux.NewPlan(img)
+		ui.Say(fmt.Sprintf("kubenode-bake: Kubernetes %s, containerd from %s, cni %s, pause image %s",
+			img.Kubernetes.Version, img.ContainerdSource, img.CNI, img.PauseImage))
 	}
-	arts, err = c.fetchOptions().Resolve(ctx, ui, arts)
 	if err != nil {
 		return err
 	}
-	if arts, err = c.linuxImages(ui, &plan, arts); err != nil {
+	ui.Say(crictlSummary(img.Crictl.Version))
+	if guest == "linux" && img.Bootstrap == node.BootstrapClusterAPI {
+		ui.Say(fmt.Sprintf(`kubenode-bake: bootstrap = "cluster-api": cloud-init (datasources %s) runs Cluster API's kubeadm join; no joiner`, strings.Join(img.CloudInitDatasources, ", ")))
+	}
+	if img.Artifacts, err = c.fetchOptions().Resolve(ctx, ui, img.Artifacts); err != nil {
 		return err
 	}
-
-	plan.KeepBuildAccount = c.KeepBuildAccount
-	srv, err := c.artifactServer(ui, generated, arts)
+	if err := c.withImages(ui, &img); err != nil {
+		return err
+	}
+	srv, err := c.artifactServer(ui, generated, img.Artifacts)
 	if err != nil {
 		return err
 	}
 	if srv != nil {
 		defer srv.Close()
 	}
-	rec, changed, err := linux.Run(ctx, ui, r, plan, arts, srv)
+	rec, err := bake(ctx, ui, r, img, srv)
 	if err != nil {
 		return err
 	}
-	rec.Facts.Bootstrap = c.Bootstrap
 	rec.Facts.Unlisted = c.versionWarnings()
-	facts := rec.Facts
 	if err := baked.Write(c.PackerBuildName, rec); err != nil {
-		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
-	}
-	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes (Kubernetes %s, containerd %s, CNI plugins %s)", changed, facts.Kubernetes, facts.Containerd, facts.CNIPlugins))
-	return nil
-}
-
-// provisionWindows bakes a Windows guest: its release from the build number
-// it reports, the artifacts resolved (and checked) on this machine, then
-// windows.Bake, and what was baked recorded for kubenode-export.
-func (p *Provisioner) provisionWindows(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
-	c := &p.config
-	r := &remote.Remote{Comm: comm, UI: ui}
-	win, guest, err := windows.Guest(ctx, r)
-	if err != nil {
-		return err
-	}
-	plan, arts, err := c.windowsPlan(win)
-	if err != nil {
-		return err
-	}
-	ui.Say(crictlSummary(plan.Crictl.Version))
-	if arts, err = c.fetchOptions().Resolve(ctx, ui, arts); err != nil {
-		return err
-	}
-	imageArts, err := c.windowsImageUploads(ui, &plan)
-	if err != nil {
-		return err
-	}
-	arts = append(arts, imageArts...)
-	srv, err := c.artifactServer(ui, generated, arts)
-	if err != nil {
-		return err
-	}
-	if srv != nil {
-		defer srv.Close()
-	}
-	facts, err := windows.Bake(ctx, ui, comm, plan, arts, srv)
-	if err != nil {
-		return err
-	}
-	facts.Bootstrap = c.Bootstrap
-	facts.Unlisted = c.versionWarnings()
-	if err := baked.Write(c.PackerBuildName, baked.Record{Facts: facts, OS: guest}); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}
 	return nil

@@ -30,7 +30,7 @@ func TestKeepBuildAccountIsLinuxOnly(t *testing.T) {
 	assert.True(t, linux.KeepBuildAccount)
 }
 
-// provisionWindows: the guest's build picks the Windows row, artifacts come
+// Provision on Windows: the guest's build picks the Windows row, artifacts come
 // from artifacts_dir, and what was baked reaches kubenode-export.
 func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	win, err := versions.LookupWindows("")
@@ -51,7 +51,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	g.Build = fmt.Sprint(win.Build)
 	// The builder says where the guest reaches this machine: the guest
 	// downloads the artifacts from the bake's server over real HTTP.
-	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+	require.NoError(t, p.Provision(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
 	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "joiner", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	rec, err := baked.Take("win")
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 
 	g = guesttest.NewWindows()
 	g.Build = "9200"
-	err = p.provisionWindows(context.Background(), guesttest.NewUI(), g, nil)
+	err = p.Provision(context.Background(), guesttest.NewUI(), g, nil)
 	require.ErrorContains(t, err, "windows_version: the guest runs Windows build 9200, which is not in kubenode-bake's version table")
 	assert.Empty(t, g.Files, "nothing is uploaded to an unknown release")
 }
@@ -105,7 +105,7 @@ func TestProvisionWindowsClusterAPI(t *testing.T) {
 	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
 	g := guesttest.NewWindows()
 	g.Build = fmt.Sprint(win.Build)
-	require.NoError(t, p.provisionWindows(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+	require.NoError(t, p.Provision(context.Background(), guesttest.NewUI(), g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
 	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "cloudbase-init", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	rec, err := baked.Take("win-capi")
 	require.NoError(t, err)

@@ -17,12 +17,30 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
 
-// Run bakes a Linux guest over the communicator: as root (or with sudo),
+// Bake bakes a Linux guest as img describes it (NewPlan) and returns
+// what was baked, for the image's manifest.
+func Bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, img node.Image, srv *deliver.Server) (baked.Record, error) {
+	plan, err := NewPlan(img)
+	if err != nil {
+		return baked.Record{}, err
+	}
+	rec, changed, err := run(ctx, ui, r, plan, img.Artifacts, srv)
+	if err != nil {
+		return baked.Record{}, err
+	}
+	rec.Facts.Bootstrap = img.Bootstrap
+	f := rec.Facts
+	ui.Say(fmt.Sprintf("kubenode-bake: done, %d changes (Kubernetes %s, containerd %s, CNI plugins %s)", changed, f.Kubernetes, f.Containerd, f.CNIPlugins))
+	return rec, nil
+}
+
+// run bakes a Linux guest over the communicator: as root (or with sudo),
 // the artifacts put in Staging and checked there (downloaded by the guest
 // from srv, or uploaded when srv is nil; see transfer), then each of
-// Steps' scripts, the first of which (settle) runs before the transfer. It returns what was baked, for the image's manifest, and
-// how many changes the steps made.
-func Run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Record, int, error) {
+// Steps' scripts, the first of which (settle) runs before the transfer. It
+// returns what was baked, for the image's manifest, and how many changes
+// the steps made.
+func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Record, int, error) {
 	_, uid, err := r.Exec(ctx, "id -u")
 	uid = strings.TrimSpace(uid)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestScriptTemplatesQuoteEveryValue(t *testing.T) {
 }
 
 // The scripts that are not a step's: the pieces the steps share, and the
-// scripts a step writes or Run runs.
+// scripts a step writes or run runs.
 var notSteps = []string{"lib.sh.tmpl", "growroot.sh.tmpl", "hostname.sh.tmpl", "lock-build-account.sh.tmpl", "transfer.sh.tmpl"}
 
 // Each step's script is its template, NAME.sh.tmpl, rendered: every

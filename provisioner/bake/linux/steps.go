@@ -1,6 +1,6 @@
 // Package linux turns the description of a node into the steps of a Linux
 // guest, POSIX shell scripts rendered from the template files in scripts/
-// (Steps, in order), and runs them over SSH (Run).
+// (Steps, in order), and runs them over SSH (Bake).
 package linux
 
 import (
@@ -37,7 +37,7 @@ type Plan struct {
 	// from the image that nothing else named (hostname.go); empty:
 	// DefaultHostnamePrefix.
 	HostnamePrefix string
-	// KeepBuildAccount leaves the build account as built: Run sets
+	// KeepBuildAccount leaves the build account as built: run sets
 	// LockAccount (generalize only) when it is false.
 	KeepBuildAccount bool
 	// Staging is the guest directory artifacts were uploaded to.
@@ -92,7 +92,7 @@ const (
 	kubeletConf = "/etc/kubernetes/kubelet.conf"
 )
 
-// Steps renders the Linux bake, in order. Settle comes first: Run runs it
+// Steps renders the Linux bake, in order. Settle comes first: run runs it
 // before the artifacts are uploaded.
 func Steps(p Plan) []node.Step {
 	steps := []node.Step{

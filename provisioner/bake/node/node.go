@@ -1,8 +1,8 @@
-// Package node is the description of a node image: what the bake resolved
-// from its configuration (releases from the version table, the artifacts
-// with their checked digests, images, registry hosts, the proxy, the node
-// basics and what the self-check expects), as plain data that the
-// operating systems' step packages, provisioner/bake/linux and
+// Package node is the description of a node image (Image): what the bake
+// resolved from its configuration (releases from the version table, the
+// artifacts with their checked digests, images, registry hosts, the proxy,
+// the node basics and what the self-check expects), as plain data that the
+// operating systems' packages, provisioner/bake/linux and
 // provisioner/bake/windows, render into the steps they run on the guest.
 // It imports neither of them.
 package node

@@ -1,7 +1,6 @@
 package windows
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestRunWindowsSelfCheckFailureListsEveryProblem(t *testing.T) {
 		"problem: the Containers feature is not installed\n" +
 		"self-check: 2 problems\n"
 	p := basePlan(t)
-	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	err := runErr(g, guesttest.NewUI(), p, realUploads(t, p))
 	var sc *node.SelfCheckError
 	require.True(t, errors.As(err, &sc), "%v", err)
 	assert.Equal(t, []string{"service W32Time starts Manual, want Automatic", "the Containers feature is not installed"}, sc.Problems)

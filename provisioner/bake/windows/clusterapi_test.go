@@ -1,7 +1,6 @@
 package windows
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -172,7 +171,7 @@ func TestRunWindowsClusterAPIOrder(t *testing.T) {
 	g := guesttest.NewWindows()
 	g.NeedsRestart = true
 	p := clusterAPIPlan(t)
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "restart",
 		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "cloudbase-init", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	require.NotNil(t, g.AtSysprep)

@@ -14,7 +14,7 @@ func imagesStep(p Plan) (node.Step, bool) {
 	return node.Step{Name: node.StepImages, Script: imagesScript(p)}, true
 }
 
-// imagesScript is linuxImages for Windows: ctr.exe imports the archives
+// imagesScript is the Linux images step for Windows: ctr.exe imports the archives
 // and pulls pull_images (through the registry mirrors' hosts directory),
 // every image is labelled pinned, and each is listed with its digest.
 func imagesScript(p Plan) []byte {

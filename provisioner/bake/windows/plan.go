@@ -1,6 +1,6 @@
 // Package windows turns the description of a node into the steps of a
 // Windows guest, PowerShell scripts (Steps, in order), and runs them over
-// WinRM or SSH (Run): with the restarts the Containers feature and Windows
+// WinRM or SSH (Bake): with the restarts the Containers feature and Windows
 // Update ask for, and sysprep and the closer that power the guest off.
 package windows
 
@@ -16,7 +16,6 @@ import (
 
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
@@ -89,23 +88,9 @@ type Plan struct {
 	Crictl        versions.CrictlRelease
 	CheckImages   []string
 	// Images are preloaded into containerd (Kubeadm is Linux-only);
-	// RegistryHosts written to its hosts directory. ImagesListed, when
-	// set, receives the images the images step listed.
+	// RegistryHosts written to its hosts directory.
 	Images        node.Images
 	RegistryHosts []node.RegistryHost
-	ImagesListed  func([]baked.Image)
-	// JoinerReported, when set with InstallJoiner, receives the version
-	// the installed joiner reports, asked before sysprep: sysprep is the
-	// last command the guest answers.
-	JoinerReported func(version string)
-	// ArtifactsArrived, when set, is called once the guest has every
-	// artifact, before they are checked (Bake closes the server they were
-	// downloaded from).
-	ArtifactsArrived func()
-	// FetchFallback: artifacts the guest could not download (it could not
-	// reach the server) are uploaded through the communicator instead of
-	// failing the bake (deliver.Server.Fallback).
-	FetchFallback bool
 }
 
 // Files are file names in the staging directory.

@@ -100,26 +100,37 @@ $cbs = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicin
 $servicing = (Test-Path -LiteralPath ($cbs + '\RebootInProgress')) -or (Test-Path -LiteralPath ($cbs + '\PackagesPending'))
 Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString('o') + ' servicing=' + $servicing)`
 
-// Run bakes a Windows guest: it uploads the artifacts to the plan's
-// staging directory, checks their sha256 on the guest, then runs each step's
-// script (uploaded, then run with powershell -File: a script does not fit
-// the 8191-character command line), restarting Windows after the Containers
-// feature when it asks for it. windows-update runs in rounds (see
-// windowsUpdate). Every step reports in the UI; a failed step's
-// command, exit code and last output lines are shown and returned.
-func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, uploads []Upload) error {
+// result is what run learned on the guest: the images the images step
+// listed and the version the installed joiner reports.
+type result struct {
+	Images []baked.Image
+	Joiner string
+}
+
+// run bakes a Windows guest: it uploads the artifacts to the plan's
+// staging directory (or has the guest download those with a URL from srv,
+// which it closes once they have arrived), checks their sha256 on the
+// guest, then runs each step's script (uploaded, then run with powershell
+// -File: a script does not fit the 8191-character command line),
+// restarting Windows after the Containers feature when it asks for it.
+// windows-update runs in rounds (see windowsUpdate). Every step reports in
+// the UI; a failed step's command, exit code and last output lines are
+// shown and returned.
+func run(ctx context.Context, rem *remote.Remote, plan Plan, uploads []Upload, srv *deliver.Server) (result, error) {
+	var res result
 	steps, err := Steps(plan)
 	if err != nil {
-		return err
+		return res, err
 	}
 	plan = plan.WithDefaults()
-	r := &guest{Remote: &remote.Remote{Comm: comm, UI: ui}}
+	r := &guest{Remote: rem}
+	ui := rem.UI
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
 		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
 
 	mkdir := "New-Item -ItemType Directory -Force -Path " + powershell.Quote(plan.Staging) + " | Out-Null"
 	if _, err := r.Run(ctx, "staging", powershellQuery(queryStaging, mkdir)); err != nil {
-		return err
+		return res, err
 	}
 	var fetch []Upload
 	for _, u := range uploads {
@@ -136,7 +147,7 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 		}
 		ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
 		if err := r.Upload(u.Local, u.Remote); err != nil {
-			return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
+			return res, fmt.Errorf("uploading artifact %s: %w", u.name(), err)
 		}
 	}
 	if len(fetch) > 0 {
@@ -146,9 +157,9 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 		switch {
 		case err == nil:
 		case !errors.As(err, &se):
-			return err
-		case !plan.FetchFallback:
-			return fmt.Errorf("the guest could not download the artifacts, so nothing was installed:\n  %s",
+			return res, err
+		case srv == nil || !srv.Fallback:
+			return res, fmt.Errorf("the guest could not download the artifacts, so nothing was installed:\n  %s",
 				strings.Join(node.LinesWith(out, "download failed: "), "\n  "))
 		default:
 			// HTTP was the default, not asked for: what the guest could
@@ -168,81 +179,80 @@ func Run(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan
 			for _, u := range missed {
 				ui.Message(fmt.Sprintf("%s: %s -> %s", u.name(), u.Local, u.Remote))
 				if err := r.Upload(u.Local, u.Remote); err != nil {
-					return fmt.Errorf("uploading artifact %s: %w", u.name(), err)
+					return res, fmt.Errorf("uploading artifact %s: %w", u.name(), err)
 				}
 			}
 		}
 	}
-	if plan.ArtifactsArrived != nil {
-		plan.ArtifactsArrived()
+	if srv != nil {
+		_ = srv.Close()
 	}
 	ui.Say("kubenode-bake [verify-artifacts]")
 	out, err := r.script(ctx, plan.Staging, "00-verify-artifacts", VerifyScript(uploads))
 	if err != nil {
 		var se *remote.StepError
 		if errors.As(err, &se) {
-			return fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
+			return res, fmt.Errorf("the artifacts on the guest are not the ones checked on this machine, so nothing was installed:\n  %s",
 				strings.Join(node.LinesWith(out, "mismatch: ", "missing: "), "\n  "))
 		}
-		return err
+		return res, err
 	}
 
 	changed := 0
 	for i, s := range steps {
 		ui.Say(fmt.Sprintf("kubenode-bake [%s]", s.Name))
 		if s.Name == stepSysprep {
-			if err := r.joinerVersion(ctx, plan); err != nil {
-				return err
+			if res.Joiner, err = r.joinerVersion(ctx, plan); err != nil {
+				return res, err
 			}
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
-			return r.sysprep(ctx, plan, s.Script)
+			return res, r.sysprep(ctx, plan, s.Script)
 		}
 		if s.Name == stepWindowsUpdate {
 			installed, err := r.windowsUpdate(ctx, plan, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
 			changed += installed
 			if err != nil {
-				return err
+				return res, err
 			}
 			continue
 		}
 		out, err := r.script(ctx, plan.Staging, fmt.Sprintf("%02d-%s", i+1, s.Name), s.Script)
 		if err != nil {
-			return node.SelfCheckFailure(s.Name, out, err)
+			return res, node.SelfCheckFailure(s.Name, out, err)
 		}
-		if s.Name == node.StepImages && plan.ImagesListed != nil {
-			plan.ImagesListed(node.ParseImageListing(out))
+		if s.Name == node.StepImages {
+			res.Images = node.ParseImageListing(out)
 		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepContainersFeature && strings.Contains(out, restartMarker) {
 			if err := r.restart(ctx, plan.RestartTimeout, restartForContainers); err != nil {
 				ui.Error(err.Error())
-				return err
+				return res, err
 			}
 		}
 	}
-	if err := r.joinerVersion(ctx, plan); err != nil {
-		return err
+	if res.Joiner, err = r.joinerVersion(ctx, plan); err != nil {
+		return res, err
 	}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
-	return nil
+	return res, nil
 }
 
-// joinerVersion asks the installed joiner for its version and hands it to
-// plan.JoinerReported. It runs before sysprep: once sysprep returns, the
-// closer removes WinRM and powers Windows off, so nothing is asked after.
-func (r *guest) joinerVersion(ctx context.Context, plan Plan) error {
-	if !plan.InstallJoiner || plan.JoinerReported == nil {
-		return nil
+// joinerVersion asks the installed joiner for its version ("" without a
+// joiner). It runs before sysprep: once sysprep returns, the closer removes
+// WinRM and powers Windows off, so nothing is asked after.
+func (r *guest) joinerVersion(ctx context.Context, plan Plan) (string, error) {
+	if !plan.InstallJoiner {
+		return "", nil
 	}
 	code, out, err := r.Exec(ctx, powershellQuery(queryJoinerVersion, "& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
 	fields := strings.Fields(out)
 	if err != nil || code != 0 || len(fields) < 2 {
 		err := fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))
 		r.UI.Error(err.Error())
-		return err
+		return "", err
 	}
-	plan.JoinerReported(fields[1])
-	return nil
+	return fields[1], nil
 }
 
 // script uploads a step's script to the staging directory and runs it.
@@ -500,40 +510,49 @@ func guestOS(ctx context.Context, r *remote.Remote, win versions.WindowsRelease)
 	return baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows product name and build (registry, Windows NT\\CurrentVersion): exit %d, %v: %s", code, err, strings.TrimSpace(out))
 }
 
-// Guest asks the guest which Windows it runs: the version table's release
-// of the build number it reports, and its product name and build for the
-// image's manifest.
-func Guest(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, baked.GuestOS, error) {
+// Release asks the guest which Windows it runs: the version table's
+// release of the build number it reports.
+func Release(ctx context.Context, r *remote.Remote) (versions.WindowsRelease, error) {
 	code, out, err := r.Exec(ctx, powershellQuery(queryWindowsBuild, "(Get-CimInstance -ClassName Win32_OperatingSystem).BuildNumber"))
 	if err != nil || code != 0 {
-		return versions.WindowsRelease{}, baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
+		return versions.WindowsRelease{}, fmt.Errorf("asking the guest for its Windows build: exit %d, %v: %s", code, err, strings.TrimSpace(out))
 	}
 	build, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		return versions.WindowsRelease{}, baked.GuestOS{}, fmt.Errorf("asking the guest for its Windows build: %q is not a build number", strings.TrimSpace(out))
+		return versions.WindowsRelease{}, fmt.Errorf("asking the guest for its Windows build: %q is not a build number", strings.TrimSpace(out))
 	}
-	win, err := versions.LookupWindowsBuild(build)
-	if err != nil {
-		return versions.WindowsRelease{}, baked.GuestOS{}, err
-	}
-	guest, err := guestOS(ctx, r, win)
-	if err != nil {
-		return versions.WindowsRelease{}, baked.GuestOS{}, err
-	}
-	return win, guest, nil
+	return versions.LookupWindowsBuild(build)
 }
 
-// Bake has the guest download the artifacts (resolved and checked on this
-// machine) from srv, or uploads them when srv is nil, and runs the plan
-// with Run, which asks the guest for the joiner's version
-// before sysprep: it returns what was baked, for the image's manifest.
-func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Facts, error) {
+// Bake bakes a Windows guest as img describes it (NewPlan; img.Windows is
+// the guest's Release) and returns what was baked, for the image's
+// manifest: the guest's product name and build are asked first, the
+// joiner's version before sysprep.
+func Bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, img node.Image, srv *deliver.Server) (baked.Record, error) {
+	plan, err := NewPlan(img)
+	if err != nil {
+		return baked.Record{}, err
+	}
+	guest, err := guestOS(ctx, r, img.Windows)
+	if err != nil {
+		return baked.Record{}, err
+	}
+	facts, err := bakePlan(ctx, r, plan, img.Artifacts, srv)
+	if err != nil {
+		return baked.Record{}, err
+	}
+	facts.Bootstrap = img.Bootstrap
+	return baked.Record{Facts: facts, OS: guest}, nil
+}
+
+// bakePlan has the guest download the artifacts (resolved and checked on
+// this machine) from srv, or uploads them when srv is nil, and runs the
+// plan: it returns what was baked.
+func bakePlan(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Facts, error) {
 	plan = plan.WithDefaults()
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
 		PauseImage: plan.PauseImage, Checksums: map[string]string{}, Images: []baked.Image{}}
-	plan.ImagesListed = func(images []baked.Image) { facts.Images = images }
-	plan.JoinerReported = func(version string) { facts.Joiner = version }
 	for i, a := range arts {
 		uploads[i] = Upload{Name: a.Name, Local: a.Local, Remote: plan.Staging + `\` + a.FileName, SHA256: a.SHA256}
 		if srv != nil {
@@ -541,12 +560,13 @@ func Bake(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, pla
 		}
 		facts.Checksums[a.Name] = a.SHA256
 	}
-	if srv != nil {
-		plan.ArtifactsArrived = func() { _ = srv.Close() }
-		plan.FetchFallback = srv.Fallback
-	}
-	if err := Run(ctx, ui, comm, plan, uploads); err != nil {
+	res, err := run(ctx, r, plan, uploads, srv)
+	if err != nil {
 		return baked.Facts{}, err
 	}
+	if res.Images != nil {
+		facts.Images = res.Images
+	}
+	facts.Joiner = res.Joiner
 	return facts, nil
 }

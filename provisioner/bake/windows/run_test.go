@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +61,7 @@ func runWithRestart(t *testing.T, g *guesttest.Windows) (guesttest.UI, Plan, []U
 	ui := guesttest.NewUI()
 	p := basePlan(t)
 	ups := realUploads(t, p)
-	require.NoError(t, Run(context.Background(), ui, g, p, ups))
+	require.NoError(t, runErr(g, ui, p, ups))
 	assert.Equal(t, stepsWithRestart, g.Steps())
 	return ui, p, ups
 }
@@ -112,7 +113,7 @@ func TestRunWindowsWithoutRestart(t *testing.T) {
 	p := basePlan(t)
 	p.DefenderExclusions, p.InstallJoiner, p.Generalize = false, false, false
 	ui := guesttest.NewUI()
-	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, ui, p, realUploads(t, p)))
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates", "containers-feature", "registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "permissions", "self-check", "cleanup"}, g.Steps())
 	commands, log, _ := g.Snapshot()
 	for _, c := range commands {
@@ -131,7 +132,7 @@ func TestRunWindowsFailedStepNamesItWithExitCodeAndOutputTail(t *testing.T) {
 	g.Exit["containerd"] = 3
 	ui := guesttest.NewUI()
 	p := basePlan(t)
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	require.Error(t, err)
 	var se *remote.StepError
 	require.ErrorAs(t, err, &se)
@@ -159,7 +160,7 @@ func TestRunWindowsChecksumMismatchStopsBeforeInstalling(t *testing.T) {
 	}
 	g.Corrupt = remote.UploadPath(ctr.Remote)
 	ui := guesttest.NewUI()
-	err := Run(context.Background(), ui, g, p, ups)
+	err := runErr(g, ui, p, ups)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nothing was installed")
 	assert.Contains(t, err.Error(), "mismatch: artifact containerd: "+ctr.Remote+" has sha256 ")
@@ -182,7 +183,7 @@ func bakeOverHTTP(t *testing.T, g *guesttest.Windows, tamper string) ([]versions
 			require.NoError(t, os.WriteFile(a.Local, []byte("not what was checked"), 0o644))
 		}
 	}
-	_, err = Bake(context.Background(), guesttest.NewUI(), g, p, arts, srv)
+	_, err = bakePlan(context.Background(), &remote.Remote{Comm: g, UI: guesttest.NewUI()}, p, arts, srv)
 	return arts, srv, err
 }
 
@@ -228,7 +229,7 @@ func TestRunWindowsFailedDownloadNamesTheArtifact(t *testing.T) {
 	for i := range ups {
 		ups[i].URL = srv.Origin() + "/0123/" + path.Base(remote.UploadPath(ups[i].Remote))
 	}
-	err = Run(context.Background(), guesttest.NewUI(), g, p, ups)
+	err = runErr(g, guesttest.NewUI(), p, ups)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the guest could not download the artifacts, so nothing was installed")
 	assert.Contains(t, err.Error(), "download failed: artifact kubelet from http://192.168.122.1:41234/.../kubelet.exe: The remote server returned an error: (404) Not Found")
@@ -247,7 +248,7 @@ func TestBakeWindowsFallsBackToTheCommunicatorWhenTheServerIsUnreachable(t *test
 	t.Cleanup(func() { _ = srv.Close() })
 	srv.Fallback = true
 	ui := guesttest.NewUI()
-	_, err = Bake(context.Background(), ui, g, p, arts, srv)
+	_, err = bakePlan(context.Background(), &remote.Remote{Comm: g, UI: ui}, p, arts, srv)
 	require.NoError(t, err)
 	assert.Contains(t, ui.Err.String(), fmt.Sprintf("kubenode-bake: warning: the guest could not download %d artifacts", len(arts)))
 	assert.Equal(t, []string{"mkdir", "fetch-artifacts", "verify-artifacts"}, g.Steps()[:3])
@@ -265,7 +266,7 @@ func TestBakeWindowsFallsBackToTheCommunicatorWhenTheServerIsUnreachable(t *test
 	srv2, err := deliver.Start("127.0.0.1", 0, "127.0.0.2", arts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv2.Close() })
-	_, err = Bake(context.Background(), guesttest.NewUI(), g, p, arts, srv2)
+	_, err = bakePlan(context.Background(), &remote.Remote{Comm: g, UI: guesttest.NewUI()}, p, arts, srv2)
 	assert.ErrorContains(t, err, "the guest could not download the artifacts, so nothing was installed")
 }
 
@@ -277,7 +278,7 @@ func TestRunWindowsRestartTimeout(t *testing.T) {
 	p.RestartTimeout = 50 * time.Millisecond
 	ui := guesttest.NewUI()
 	began := time.Now()
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	require.Error(t, err)
 	assert.Less(t, time.Since(began), 5*time.Second)
 	assert.Contains(t, err.Error(), "restart: Windows did not come back within restart_timeout (50ms) after the restart for the Containers feature")
@@ -293,7 +294,7 @@ func TestRunWindowsRefusesABadPlanBeforeTouchingTheGuest(t *testing.T) {
 	g := guesttest.NewWindows()
 	p := basePlan(t)
 	p.HyperV = "sometimes"
-	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	err := runErr(g, guesttest.NewUI(), p, realUploads(t, p))
 	require.ErrorContains(t, err, `hyperv: "sometimes" is not auto, on or off`)
 	commands, _, _ := g.Snapshot()
 	assert.Empty(t, commands)
@@ -328,8 +329,14 @@ func TestFirstCommandAfterRestartIsRetried(t *testing.T) {
 	g = guesttest.NewWindows()
 	g.NeedsRestart, g.ResetAfterBack = true, 1<<30
 	began := time.Now()
-	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	err := runErr(g, guesttest.NewUI(), p, realUploads(t, p))
 	require.ErrorContains(t, err, "step 03-registry: uploading its script")
 	require.ErrorContains(t, err, "connection reset by peer")
 	assert.Less(t, time.Since(began), 5*time.Second)
+}
+
+// runErr runs the plan on the guest double, its error only.
+func runErr(g packersdk.Communicator, ui packersdk.Ui, p Plan, uploads []Upload) error {
+	_, err := run(context.Background(), &remote.Remote{Comm: g, UI: ui}, p, uploads, nil)
+	return err
 }

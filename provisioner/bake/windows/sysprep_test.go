@@ -46,7 +46,7 @@ func TestWindowsFlowEndsInSysprepAndPowerOff(t *testing.T) {
 			ui := guesttest.NewUI()
 			p := basePlan(t)
 			g.Exit[stepSysprep] = exit
-			require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+			require.NoError(t, runErr(g, ui, p, realUploads(t, p)))
 			steps := g.Steps()
 			assert.Equal(t, []string{"self-check", "cleanup", "mkdir", "sysprep"}, steps[len(steps)-4:], "the first-boot files' folders, then sysprep: the last act")
 			commands, _, _ := g.Snapshot()
@@ -114,7 +114,7 @@ func TestWindowsSysprepFailureFailsTheBuildWithExitCodeAndLogs(t *testing.T) {
 		"Error SYSPRP Package Microsoft.Example was installed for a user, but not provisioned for all users.\r\n"
 	ui := guesttest.NewUI()
 	p := basePlan(t)
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	require.Error(t, err)
 	var se *remote.StepError
 	require.ErrorAs(t, err, &se)
@@ -227,7 +227,7 @@ func TestNoWinRMCommandAfterSysprep(t *testing.T) {
 			g.Exit[stepSysprep] = exit
 			p := basePlan(t)
 			require.True(t, p.InstallJoiner)
-			facts, err := Bake(context.Background(), guesttest.NewUI(), g, p, testArtifacts(t, p), nil)
+			facts, err := bakePlan(context.Background(), &remote.Remote{Comm: g, UI: guesttest.NewUI()}, p, testArtifacts(t, p), nil)
 			require.NoError(t, err)
 			assert.Equal(t, "v0.9.1", facts.Joiner, "asked before sysprep")
 			assert.True(t, g.Sysprepped)
@@ -293,7 +293,7 @@ func TestPodVolumesReadableByContainerUser(t *testing.T) {
 func TestCloneAnswerFileIsUploadedNotWrittenByAScript(t *testing.T) {
 	g := guesttest.NewWindows()
 	p := basePlan(t)
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep, "sysprep ran")
 	_, log, _ := g.Snapshot()
 	sysprep := slices.Index(log, stepSysprep)
@@ -329,7 +329,7 @@ func TestCloneAnswerFileIsUploadedNotWrittenByAScript(t *testing.T) {
 func TestPowerShellLogIsClearedBeforeSysprep(t *testing.T) {
 	g := guesttest.NewWindows()
 	p := basePlan(t)
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep)
 	assert.Empty(t, g.AtSysprep.OperationalLog, "the image holds no logged script block")
 
@@ -468,7 +468,7 @@ func TestFirstBootFilesReachAGuestOverSSH(t *testing.T) {
 	g = guesttest.NewWindows()
 	g.UploadsNeedDir = true
 	ui := guesttest.NewUI()
-	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)), ui.Err.String())
+	require.NoError(t, runErr(g, ui, p, realUploads(t, p)), ui.Err.String())
 	require.NotNil(t, g.AtSysprep, "sysprep ran")
 	for _, f := range FirstBootFiles(p) {
 		assert.Equal(t, string(f.Content), string(g.AtSysprep.Files[remote.UploadPath(f.Path)]), "%s is on the guest when sysprep runs", f.Path)
@@ -489,7 +489,7 @@ func TestSysprepRemovesBuildKeysAndUploadLeftovers(t *testing.T) {
 	for _, f := range append(keep, gone...) {
 		g.Files[f] = []byte("x")
 	}
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep)
 	for _, f := range gone {
 		assert.NotContains(t, g.AtSysprep.Files, f, "the image holds no %s", f)
@@ -514,7 +514,7 @@ func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
 
 	g := guesttest.NewWindows()
 	g.Files[setup] = []byte(theirs)
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	require.NotNil(t, g.AtSysprep)
 	assert.Equal(t, setupCompleteCmd(basePlan(t)), string(g.AtSysprep.Files[setup]), "ours is in place")
 	assert.Equal(t, theirs, string(g.AtSysprep.Files[before]), "theirs is kept under the new name")
@@ -529,14 +529,14 @@ func TestExistingSetupCompleteIsKeptAndCalled(t *testing.T) {
 	// Ours, from an earlier run on this guest: replaced, nothing renamed.
 	g = guesttest.NewWindows()
 	g.Files[setup] = []byte(setupCompleteCmd(basePlan(t)))
-	require.NoError(t, Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
 	assert.NotContains(t, g.AtSysprep.Files, before)
 
 	// Both names taken: no upload, no sysprep, and a way out.
 	g = guesttest.NewWindows()
 	g.Files[setup] = []byte(theirs)
 	g.Files[before] = []byte("@echo off\r\n")
-	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	err := runErr(g, guesttest.NewUI(), p, realUploads(t, p))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is taken")
 	assert.Contains(t, firstBootPrepare(p), "merge them into ' + $before + ' (kubenode''s SetupComplete.cmd calls it) or remove one, then build again")

@@ -1,7 +1,6 @@
 package windows
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -105,7 +104,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 	g.Lingering = 1
 	ui := guesttest.NewUI()
 	p := updatePlan(t)
-	require.NoError(t, Run(context.Background(), ui, g, p, realUploads(t, p)))
+	require.NoError(t, runErr(g, ui, p, realUploads(t, p)))
 
 	assert.Equal(t, []string{"mkdir", "verify-artifacts", "automatic-updates",
 		"windows-update", "restart", "windows-update", "restart", "windows-update", "windows-update",
@@ -139,7 +138,7 @@ func TestRunWindowsUpdateFailsAfterTheRoundsLimit(t *testing.T) {
 	}
 	ui := guesttest.NewUI()
 	p := updatePlan(t)
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "windows_update: Windows Update still installed updates or asked for a restart in round 5 of 5")
 	assert.Contains(t, err.Error(), "set windows_update = false")
@@ -161,7 +160,7 @@ func TestRunWindowsUpdateTimeout(t *testing.T) {
 	p := updatePlan(t)
 	p.WindowsUpdateTimeout = 50 * time.Millisecond
 	began := time.Now()
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	require.Error(t, err)
 	assert.Less(t, time.Since(began), 5*time.Second, "not restart_timeout's 15m")
 	assert.Contains(t, err.Error(), "windows_update_timeout: Windows Update ran out of its 50ms after round 1")
@@ -177,7 +176,7 @@ func TestRunWindowsUpdateRoundFails(t *testing.T) {
 	g.Updates = []string{"failed: KB5001 (result code 4, HRESULT -2145124329)\r\nWindows Update failed (the task exited with 1): see the lines above\r\n"}
 	g.Exit[stepWindowsUpdate] = 1
 	p := updatePlan(t)
-	err := Run(context.Background(), guesttest.NewUI(), g, p, realUploads(t, p))
+	err := runErr(g, guesttest.NewUI(), p, realUploads(t, p))
 	var se *remote.StepError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, stepWindowsUpdate, se.Step)
@@ -192,7 +191,7 @@ func TestRunWindowsUpdateTaskNeverStartsFailsFast(t *testing.T) {
 	g.UpdateTaskNeverStarts = true
 	ui := guesttest.NewUI()
 	p := updatePlan(t)
-	err := Run(context.Background(), ui, g, p, realUploads(t, p))
+	err := runErr(g, ui, p, realUploads(t, p))
 	var se *remote.StepError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, stepWindowsUpdate, se.Step)
