@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -28,16 +29,7 @@ func KubernetesRelease(t testing.TB, version string) string {
 // Kubernetes binaries, a temporary directory of the test and its log.
 func ControlPlaneT(t testing.TB, o localcluster.ControlPlaneOptions) *localcluster.ControlPlane {
 	t.Helper()
-	RequireRoot(t)
-	if o.BinDir == "" {
-		o.BinDir = Kubernetes(t)
-	}
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	if o.Log == nil {
-		o.Log = testLog{t}
-	}
+	testDefaults(t, &o.BinDir, &o.Dir, &o.Log)
 	cp, err := localcluster.StartControlPlane(context.Background(), o)
 	if err != nil {
 		t.Fatalf("starting the control plane: %v", err)
@@ -46,21 +38,29 @@ func ControlPlaneT(t testing.TB, o localcluster.ControlPlaneOptions) *localclust
 	return cp
 }
 
+// testDefaults asks for root and fills empty options of a test's control
+// plane or node: the cached Kubernetes binaries, a temporary directory of
+// the test and its log.
+func testDefaults(t testing.TB, binDir, dir *string, log *io.Writer) {
+	t.Helper()
+	RequireRoot(t)
+	if *binDir == "" {
+		*binDir = Kubernetes(t)
+	}
+	if *dir == "" {
+		*dir = t.TempDir()
+	}
+	if *log == nil {
+		*log = testLog{t}
+	}
+}
+
 // NodeT prepares this host as a node (localcluster.PrepareNode) for a test
 // and restores it after; empty options are filled as ControlPlaneT fills
 // them.
 func NodeT(t testing.TB, o localcluster.NodeOptions) *localcluster.Node {
 	t.Helper()
-	RequireRoot(t)
-	if o.BinDir == "" {
-		o.BinDir = Kubernetes(t)
-	}
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	if o.Log == nil {
-		o.Log = testLog{t}
-	}
+	testDefaults(t, &o.BinDir, &o.Dir, &o.Log)
 	n, err := localcluster.PrepareNode(context.Background(), o)
 	if err != nil {
 		t.Fatalf("preparing this host as a node: %v", err)
