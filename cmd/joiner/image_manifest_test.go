@@ -101,3 +101,37 @@ func TestDoctorChecksTheImageManifest(t *testing.T) {
 	assert.Equal(t, 1, run([]string{"doctor", "--kubeconfig", kc, "--image-manifest", m}, &stdout, &stderr))
 	assert.Contains(t, stdout.String(), "[FAIL] image-version: the image's kubeadm v1.30.2 cannot join a v1.33.13 control plane")
 }
+
+// doctor checks for --os, by default the image's OS, else the OS it runs on.
+func TestDoctorChecksForTheNodesOS(t *testing.T) {
+	linux := manifestFile(t, `{"os":{"family":"linux"},"baked":{"kubernetes":"v1.33.2"}}`)
+	windows := manifestFile(t, `{"os":{"family":"windows"},"baked":{"kubernetes":"v1.33.2"}}`)
+	unknown := manifestFile(t, `{"os":{"family":"unknown"},"baked":{"kubernetes":"v1.33.2"}}`)
+	hostCNI := map[string]string{"linux": "CNI (Linux)", "windows": "CNI (Windows)"}[hostOS]
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{want: hostCNI},
+		{args: []string{"--os", "windows"}, want: "CNI (Windows)"},
+		{args: []string{"--os", "linux"}, want: "CNI (Linux)"},
+		{args: []string{"--image-manifest", windows}, want: "CNI (Windows)"},
+		{args: []string{"--image-manifest", linux}, want: "CNI (Linux)"},
+		{args: []string{"--image-manifest", unknown}, want: hostCNI},
+		{args: []string{"--image-manifest", windows, "--os", "windows"}, want: "CNI (Windows)"},
+	} {
+		kc, _ := apiServer(t, "v1.33.13")
+		var stdout, stderr bytes.Buffer
+		run(append([]string{"doctor", "--kubeconfig", kc}, tc.args...), &stdout, &stderr)
+		assert.Contains(t, stdout.String(), "] "+tc.want+": ", "%v", tc.args)
+		assert.Contains(t, stdout.String(), "[ok  ] API server: answers, version v1.33.13", "%v", tc.args)
+		if tc.want == "CNI (Linux)" {
+			assert.NotContains(t, stdout.String(), "Windows", "%v", tc.args)
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 1, run([]string{"doctor", "--kubeconfig", "/nonexistent", "--os", "linux", "--image-manifest", windows}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "--os linux: --image-manifest "+windows+" is of a windows image (os.family): give --os windows, or the manifest of a linux image")
+	assert.NotContains(t, stderr.String(), "kubeconfig", "refused before the cluster is read")
+}

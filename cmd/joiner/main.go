@@ -35,7 +35,7 @@ const usage = `joiner joins a machine to a kubeadm cluster on its first boot.
 Usage:
   joiner join   [flags]   on the node: join this machine (its first-boot service runs this)
   joiner token  [flags]   on the control-plane side: make a bootstrap token and the node's join config or seed disc
-  joiner doctor [flags]   on the control-plane side: is the cluster ready for a (Windows) node?
+  joiner doctor [flags]   on the control-plane side: is the cluster ready for a Linux or Windows node?
   joiner version
 
 Run "joiner <command> --help" for a command's flags.
@@ -430,14 +430,21 @@ const imageManifestUsage = "the image's kubenode-manifest.json `file` (kubenode-
 // readImageManifest reads --image-manifest's baked.kubernetes; "" when the
 // flag was not given.
 func readImageManifest(path string) (string, error) {
+	im, err := readImage(path)
+	return im.Kubernetes, err
+}
+
+// readImage reads --image-manifest; the zero Image when the flag was not
+// given.
+func readImage(path string) (skew.Image, error) {
 	if path == "" {
-		return "", nil
+		return skew.Image{}, nil
 	}
-	v, err := skew.ReadImageManifest(path)
+	im, err := skew.ReadImage(path)
 	if err != nil {
-		return "", fmt.Errorf("--image-manifest %s: %w", path, err)
+		return skew.Image{}, fmt.Errorf("--image-manifest %s: %w", path, err)
 	}
-	return v, nil
+	return im, nil
 }
 
 // checkImage refuses a cluster the image (baked.kubernetes image, read from
@@ -460,17 +467,23 @@ func checkImage(client kubernetes.Interface, path, image string, log io.Writer) 
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("joiner doctor", flag.ContinueOnError)
 	var kubeconfig, node, manifest string
+	var nodeOS osFlag
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config)")
 	fs.StringVar(&node, "node", "", "also explain this `node` (is it registered, why is it NotReady)")
-	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage)
+	fs.Var(&nodeOS, "os", "the joining node's `os`, linux or windows (default: --image-manifest's os.family, else the OS doctor runs on, here "+hostOS+")")
+	fs.StringVar(&manifest, "image-manifest", "", imageManifestUsage+"; its os.family is --os's default")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a (Windows) node: cluster-info, bootstrap RBAC,\nkubeadm's ConfigMaps, a leading kube-scheduler (its lease), kube-proxy and a CNI\nfor Windows. Exits 1 when a check fails (warnings do not).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: joiner doctor [flags]\n\nChecks that the cluster can take a node of --os: the API server answers, cluster-info\nis signed, bootstrap RBAC, kubeadm's ConfigMaps, a leading kube-scheduler (its lease),\nwith --image-manifest the image's version skew; then for linux a CNI of any kind,\nfor windows kube-proxy and flannel or Calico set up for Windows.\nExits 1 when a check fails (warnings do not).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	image, err := readImageManifest(manifest)
+	image, err := readImage(manifest)
+	if err != nil {
+		return err
+	}
+	target, err := doctorOS(string(nodeOS), manifest, image.OS)
 	if err != nil {
 		return err
 	}
@@ -478,8 +491,38 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{Node: node, ImageKubernetes: image})) {
+	if !doctor.Print(stdout, doctor.Run(ctx, client, dyn, doctor.Options{OS: target, Node: node, ImageKubernetes: image.Kubernetes})) {
 		return errors.New("some checks failed; see the fixes above")
 	}
 	return nil
+}
+
+// osFlag is doctor's --os: linux or windows.
+type osFlag string
+
+func (o *osFlag) String() string { return string(*o) }
+
+// Set refuses an OS doctor has no checks for.
+func (o *osFlag) Set(v string) error {
+	if v != doctor.Linux && v != doctor.Windows {
+		return fmt.Errorf("want %s or %s", doctor.Linux, doctor.Windows)
+	}
+	*o = osFlag(v)
+	return nil
+}
+
+// doctorOS is the OS doctor checks for: --os (given), which must agree
+// with the image manifest's os.family (imageOS, read from path) when that
+// names linux or windows; else that family; else hostOS.
+func doctorOS(given, path, imageOS string) (string, error) {
+	known := imageOS == doctor.Linux || imageOS == doctor.Windows
+	switch {
+	case given != "" && known && given != imageOS:
+		return "", fmt.Errorf("--os %s: --image-manifest %s is of a %s image (os.family): give --os %s, or the manifest of a %s image", given, path, imageOS, imageOS, given)
+	case given != "":
+		return given, nil
+	case known:
+		return imageOS, nil
+	}
+	return hostOS, nil
 }

@@ -20,6 +20,8 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"join", "--help"}, code: 0, stderr: "Usage: joiner join [flags]"},
 		{args: []string{"token", "--help"}, code: 0, stderr: "--seed-iso"},
 		{args: []string{"doctor", "--help"}, code: 0, stderr: "Usage: joiner doctor [flags]"},
+		{args: []string{"doctor", "--help"}, code: 0, stderr: "(default: --image-manifest's os.family, else the OS doctor runs on, here " + hostOS + ")"},
+		{args: []string{"doctor", "--os", "darwin"}, code: 2, stderr: `invalid value "darwin" for flag -os: want linux or windows`},
 		{args: []string{"join", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
 		{args: []string{"join", "extra"}, code: 2, stderr: "unexpected arguments: extra"},
 		{args: []string{"join", "--label", "novalue"}, code: 1, stderr: `--label "novalue": want key=value`},

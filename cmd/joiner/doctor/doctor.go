@@ -1,6 +1,6 @@
 // Package doctor is `joiner doctor`: run with an admin kubeconfig, it says
-// whether a cluster is ready for a (Windows) node to join, and why a named
-// node is not Ready. Every finding that is not OK carries a fix.
+// whether a cluster is ready for a Linux or a Windows node to join, and why
+// a named node is not Ready. Every finding that is not OK carries a fix.
 package doctor
 
 import (
@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -47,8 +49,17 @@ type Finding struct {
 	Fix     string
 }
 
+// The operating systems of a node doctor checks the cluster for.
+const (
+	Linux   = "linux"
+	Windows = "windows"
+)
+
 // Options of a doctor run.
 type Options struct {
+	// OS is the joining node's operating system, Linux (also when empty)
+	// or Windows: it chooses the CNI and kube-proxy checks.
+	OS string
 	// Node, when set, is explained: does it exist, why is it not Ready.
 	Node string
 	// ImageKubernetes, when set, is the kubelet and kubeadm version of the
@@ -57,18 +68,26 @@ type Options struct {
 	ImageKubernetes string
 }
 
-// Run runs every check.
+// Run runs the checks for a node of o.OS: those every kubeadm join needs
+// (the API server, the image's version skew, cluster-info, bootstrap RBAC,
+// kubeadm's ConfigMaps, a scheduler), then the OS's own: for Linux a CNI of
+// any kind, for Windows kube-proxy and flannel or Calico set up for it.
 func Run(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, o Options) []Finding {
-	var out []Finding
-	if o.ImageKubernetes != "" {
-		out = append(out, imageSkew(client, o.ImageKubernetes))
+	server, api := apiServer(client)
+	out := []Finding{api}
+	if o.ImageKubernetes != "" && server != nil {
+		out = append(out, imageSkew(server, o.ImageKubernetes))
 	}
 	out = append(out, clusterInfo(ctx, client)...)
 	out = append(out, bootstrapRBAC(ctx, client)...)
 	out = append(out, kubeadmConfigMaps(ctx, client)...)
 	out = append(out, scheduler(ctx, client, time.Now()))
-	out = append(out, windowsKubeProxy(ctx, client))
-	out = append(out, windowsCNI(ctx, client, dyn)...)
+	if o.OS == Windows {
+		out = append(out, windowsKubeProxy(ctx, client))
+		out = append(out, windowsCNI(ctx, client, dyn)...)
+	} else {
+		out = append(out, linuxCNI(ctx, client))
+	}
 	if o.Node != "" {
 		out = append(out, node(ctx, client, o.Node)...)
 	}
@@ -90,13 +109,20 @@ func Print(w io.Writer, findings []Finding) bool {
 	return ok
 }
 
-// imageSkew checks the image's kubelet and kubeadm against the API server.
-func imageSkew(c kubernetes.Interface, image string) Finding {
-	const check = "image-version"
+// apiServer checks that the API server answers, and returns its version.
+func apiServer(c kubernetes.Interface) (*version.Info, Finding) {
+	const check = "API server"
 	server, err := c.Discovery().ServerVersion()
 	if err != nil {
-		return Finding{check, Fail, "reading the API server's version: " + err.Error(), "check the kubeconfig and that the API server answers"}
+		return nil, Finding{check, Fail, "reading its version: " + err.Error(),
+			"check the kubeconfig (--kubeconfig, $KUBECONFIG) and that the API server answers at the address it names"}
 	}
+	return server, Finding{check, OK, "answers, version " + server.GitVersion, ""}
+}
+
+// imageSkew checks the image's kubelet and kubeadm against the API server.
+func imageSkew(server *version.Info, image string) Finding {
+	const check = "image-version"
 	if err := skew.CheckImage(image, server); err != nil {
 		return Finding{check, Fail, strings.ReplaceAll(err.Error(), "\n", "; "),
 			fmt.Sprintf("build the image with kubernetes_version at the control plane's minor (%s), or upgrade the control plane first", server.GitVersion)}
@@ -278,6 +304,83 @@ func windowsKubeProxy(ctx context.Context, c kubernetes.Interface) Finding {
 	}
 	return Finding{check, Fail, "no kube-proxy DaemonSet selects kubernetes.io/os=windows: Services will not work on a Windows node",
 		"deploy kube-proxy for Windows as a HostProcess DaemonSet (kubernetes-sigs/sig-windows-tools hostprocess manifests), and keep the Linux kube-proxy on nodeSelector kubernetes.io/os=linux"}
+}
+
+// cniConfDirs are where a Linux node's container runtime reads its CNI
+// configuration (containerd's and CRI-O's default conf_dir, and its
+// parent): a CNI's node agent mounts one from the host to write its
+// configuration there, as Cilium, Calico, flannel and Antrea do.
+var cniConfDirs = []string{"/etc/cni/net.d", "/etc/cni"}
+
+// writesCNIConfig: the DaemonSet's pods mount the host's CNI
+// configuration directory.
+func writesCNIConfig(ds *appsv1.DaemonSet) bool {
+	return slices.ContainsFunc(ds.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.HostPath != nil && slices.Contains(cniConfDirs, path.Clean(v.HostPath.Path))
+	})
+}
+
+// linuxCNI looks for a CNI on Linux nodes without asking which one: a
+// DaemonSet whose pods mount the host's CNI configuration directory (a
+// CNI's node agent), or a Ready Linux node (the kubelet reports Ready only
+// once the runtime's pod network is ready, so that node has a working CNI,
+// be it the cluster's or its image's own). Neither is only a warning: an
+// image may carry its CNI configuration, and a cluster's first node may
+// bring the CNI with it.
+func linuxCNI(ctx context.Context, c kubernetes.Interface) Finding {
+	const check = "CNI (Linux)"
+	dss, err := c.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Finding{check, Warn, "listing DaemonSets: " + err.Error(), ""}
+	}
+	var agents, hostNetwork []string
+	for i := range dss.Items {
+		ds := &dss.Items[i]
+		name := ds.Namespace + "/" + ds.Name
+		switch {
+		case selectsWindows(ds):
+		case writesCNIConfig(ds):
+			agents = append(agents, name)
+		case ds.Spec.Template.Spec.HostNetwork && !strings.Contains(ds.Name, "kube-proxy"):
+			hostNetwork = append(hostNetwork, name)
+		}
+	}
+	var ready []string
+	if nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			if n.Labels[corev1.LabelOSStable] == "windows" {
+				continue
+			}
+			if slices.ContainsFunc(n.Status.Conditions, func(cond corev1.NodeCondition) bool {
+				return cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+			}) {
+				ready = append(ready, n.Name)
+			}
+		}
+	}
+	readyNodes := func() string {
+		const shown = 3
+		if len(ready) > shown {
+			return fmt.Sprintf("%s and %d more", strings.Join(ready[:shown], ", "), len(ready)-shown)
+		}
+		return strings.Join(ready, ", ")
+	}
+	switch {
+	case len(agents) > 0:
+		msg := "DaemonSets that write the nodes' CNI configuration (they mount the host's /etc/cni/net.d): " + strings.Join(agents, ", ")
+		if len(ready) > 0 {
+			msg += "; Linux nodes Ready: " + readyNodes()
+		}
+		return Finding{check, OK, msg, ""}
+	case len(ready) > 0:
+		return Finding{check, OK, "Linux nodes Ready, so their pod network is: " + readyNodes(), ""}
+	}
+	msg := "no DaemonSet mounts the host's /etc/cni/net.d and no Linux node is Ready: a node stays NotReady (NetworkPluginNotReady) unless its image brings a CNI configuration"
+	if len(hostNetwork) > 0 {
+		msg += "; host-network DaemonSets that may be a CNI's agent: " + strings.Join(hostNetwork, ", ")
+	}
+	return Finding{check, Warn, msg,
+		"install a CNI (Cilium, Calico, flannel, ...) before the node joins, or bake a CNI configuration into the image; then `joiner doctor --node NAME` says whether the node's network is ready"}
 }
 
 var ipamConfigs = schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamconfigs"}

@@ -72,36 +72,55 @@ func CheckImage(kubernetes string, server *version.Info) error {
 // kilobytes.
 const MaxManifestSize = 1 << 20
 
+// Image is what the joiner checks of an image, from its manifest.
+type Image struct {
+	// Kubernetes is its kubelet's and kubeadm's version (baked.kubernetes).
+	Kubernetes string
+	// OS is os.family: linux, windows, or unknown (or empty) when the
+	// builder did not know.
+	OS string
+}
+
 // ReadImageManifest returns the Kubernetes version (baked.kubernetes) of
 // the image kubenode-export described in the manifest at path.
 func ReadImageManifest(path string) (string, error) {
+	im, err := ReadImage(path)
+	return im.Kubernetes, err
+}
+
+// ReadImage reads the manifest kubenode-export wrote at path; it fails
+// when the manifest names no valid baked.kubernetes.
+func ReadImage(path string) (Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return Image{}, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
 	if err != nil {
-		return "", err
+		return Image{}, err
 	}
 	if len(data) > MaxManifestSize {
-		return "", fmt.Errorf("larger than %d bytes: not a kubenode-manifest.json", MaxManifestSize)
+		return Image{}, fmt.Errorf("larger than %d bytes: not a kubenode-manifest.json", MaxManifestSize)
 	}
 	var m struct {
+		OS struct {
+			Family string `json:"family"`
+		} `json:"os"`
 		Baked *baked.Facts `json:"baked"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
-		return "", fmt.Errorf("not a kubenode-manifest.json: %w", err)
+		return Image{}, fmt.Errorf("not a kubenode-manifest.json: %w", err)
 	}
 	if dec.More() {
-		return "", errors.New("not a kubenode-manifest.json: data after the JSON object")
+		return Image{}, errors.New("not a kubenode-manifest.json: data after the JSON object")
 	}
 	if m.Baked == nil || m.Baked.Kubernetes == "" {
-		return "", errors.New("names no baked.kubernetes: the image was not baked by kubenode-bake, so it holds no kubelet or kubeadm to check")
+		return Image{}, errors.New("names no baked.kubernetes: the image was not baked by kubenode-bake, so it holds no kubelet or kubeadm to check")
 	}
 	if _, err := utilversion.ParseGeneric(m.Baked.Kubernetes); err != nil {
-		return "", fmt.Errorf("baked.kubernetes %q: %w", m.Baked.Kubernetes, err)
+		return Image{}, fmt.Errorf("baked.kubernetes %q: %w", m.Baked.Kubernetes, err)
 	}
-	return m.Baked.Kubernetes, nil
+	return Image{Kubernetes: m.Baked.Kubernetes, OS: m.OS.Family}, nil
 }

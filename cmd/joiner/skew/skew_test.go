@@ -61,6 +61,9 @@ func TestReadImageManifest(t *testing.T) {
 	v, err := skew.ReadImageManifest(write("ok.json", `{"schema_version":2,"baked":{"kubernetes":"v1.33.1","containerd":"2.1.4"},"outputs":[]}`))
 	require.NoError(t, err)
 	assert.Equal(t, "v1.33.1", v)
+	im, err := skew.ReadImage(write("windows.json", `{"schema_version":2,"os":{"family":"windows","id":"windows"},"baked":{"kubernetes":"v1.33.1"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, skew.Image{Kubernetes: "v1.33.1", OS: "windows"}, im)
 
 	for name, tc := range map[string]struct{ data, want string }{
 		"malformed":  {`{"baked":`, "not a kubenode-manifest.json"},

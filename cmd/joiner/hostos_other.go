@@ -1,0 +1,9 @@
+//go:build !windows
+
+package main
+
+import "github.com/kubenode/packer-plugin-kubenode/cmd/joiner/doctor"
+
+// hostOS is doctor's default --os without an image manifest: the OS it
+// runs on, Linux for every OS but Windows.
+const hostOS = doctor.Linux
