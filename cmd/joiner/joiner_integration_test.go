@@ -95,7 +95,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("doctor reports the missing Windows pieces on a bare cluster", func(t *testing.T) {
-		out, err := c.run(ctx, "doctor", "--kubeconfig", c.cp.AdminKubeconfig, "--node", nodeName)
+		out, err := c.run(ctx, "doctor", "--kubeconfig", c.cp.AdminKubeconfig, "--os", "windows", "--node", nodeName)
 		require.Error(t, err, "some checks fail")
 		assert.Contains(t, out, "[ok  ] cluster-info: present")
 		assert.Contains(t, out, "[ok  ] bootstrap RBAC: node CSRs are auto-approved")
@@ -194,6 +194,33 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.Equal(t, before.ModTime(), after.ModTime())
 	})
 
+	t.Run("doctor passes a Linux node, on the cluster's own CNI and with a DaemonSet named cilium", func(t *testing.T) {
+		doctor := func() string {
+			out, err := c.run(ctx, "doctor", "--kubeconfig", c.cp.AdminKubeconfig, "--os", "linux", "--node", nodeName)
+			require.NoError(t, err, "doctor exits 0 on a healthy cluster")
+			assert.Contains(t, out, "[ok  ] API server: answers, version v")
+			assert.Contains(t, out, "[ok  ] cluster-info: present")
+			assert.Contains(t, out, "[ok  ] node "+nodeName+": Ready")
+			assert.NotContains(t, out, "[FAIL]")
+			assert.NotContains(t, out, "Windows", "no Windows checks for a Linux node")
+			return out
+		}
+		// The harness's CNI is a bridge configuration on this host, no
+		// DaemonSet: the Ready node is what shows it.
+		assert.Contains(t, doctor(), "[ok  ] CNI (Linux): Linux nodes Ready, so their pod network is: "+nodeName)
+
+		// A DaemonSet shaped like Cilium's agent. Its node selector
+		// matches no node, so it runs no Pods.
+		ds := filepath.Join(c.dir, "cilium.yaml")
+		require.NoError(t, os.WriteFile(ds, []byte(ciliumDaemonSet), 0o600))
+		c.kubectl("create", "-f", ds)
+		t.Cleanup(func() { c.kubectl("-n", "kube-system", "delete", "daemonset", "cilium", "--ignore-not-found") })
+		out := doctor()
+		assert.Contains(t, out, "[ok  ] CNI (Linux): DaemonSets that write the nodes' CNI configuration (they mount the host's /etc/cni/net.d): kube-system/cilium")
+		assert.NotContains(t, out, "flannel or Calico")
+		c.kubectl("-n", "kube-system", "delete", "daemonset", "cilium")
+	})
+
 	// The Node of a join that fails late (no pod network yet, as while a
 	// CNI pulls its images) stays NotReady; the token must not outlive it.
 	t.Run("a join whose Node never gets Ready leaves no token on disk", func(t *testing.T) {
@@ -228,6 +255,23 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.ErrorIs(t, err, os.ErrNotExist)
 	})
 }
+
+// ciliumDaemonSet is Cilium's agent as doctor sees it: a host-network
+// DaemonSet named cilium in kube-system for Linux nodes, mounting the
+// host's /etc/cni/net.d.
+const ciliumDaemonSet = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: cilium, namespace: kube-system, labels: {k8s-app: cilium}}
+spec:
+  selector: {matchLabels: {k8s-app: cilium}}
+  template:
+    metadata: {labels: {k8s-app: cilium}}
+    spec:
+      hostNetwork: true
+      nodeSelector: {kubernetes.io/os: linux, kubenode.io/doctor-test: no-such-node}
+      containers: [{name: cilium-agent, image: registry.k8s.io/pause:3.10}]
+      volumes: [{name: etc-cni-netd, hostPath: {path: /etc/cni/net.d, type: DirectoryOrCreate}}]
+`
 
 // localClusterCNIConf is the bridge CNI config localcluster.PrepareNode writes.
 const localClusterCNIConf = "/etc/cni/net.d/10-kubenode-harness.conflist"
