@@ -57,6 +57,10 @@ func parseMakefile(t *testing.T, text string) map[string]*makeRule {
 	return rules
 }
 
+// pluginInstall is a recipe line that installs a plugin into packer, the
+// packer on PATH or one named by a variable ("$$packer" plugins install).
+var pluginInstall = regexp.MustCompile(`\bpacker"? plugins install\b`)
+
 // installsPlugin says whether `make target` installs the plugin into
 // packer: its recipe, or a prerequisite's (transitively, less those made
 // old with -o), runs `packer plugins install`.
@@ -70,7 +74,7 @@ func installsPlugin(rules map[string]*makeRule, target string, old map[string]bo
 		}
 		seen[t] = true
 		for _, l := range r.recipe {
-			if strings.Contains(l, "packer plugins install") {
+			if pluginInstall.MatchString(l) {
 				return true
 			}
 		}

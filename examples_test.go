@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // bakeAttributes parses a template and returns the attributes of each of
@@ -63,7 +67,8 @@ func bakeAttributes(t *testing.T, path string) []map[string]cty.Value {
 var bakeKeys = []hcl.AttributeSchema{
 	{Name: "containerd_source"}, {Name: "cni"}, {Name: "install_crictl"},
 	{Name: "keep_build_account"}, {Name: "generalize"}, {Name: "artifacts_dir"},
-	{Name: "artifacts"}, {Name: "kubernetes_version"}, {Name: "download_mirrors"},
+	{Name: "artifacts"}, {Name: "kubernetes_version"}, {Name: "containerd_version"},
+	{Name: "download_mirrors"},
 }
 
 // TestProductionLinuxExample: the example for a user's own cluster bakes
@@ -121,6 +126,52 @@ func TestProductionLinuxExample(t *testing.T) {
 	for _, b := range top.Blocks {
 		assert.NotContains(t, []string{"kubernetes_dir", "artifacts_dir", "base_disk"}, b.Labels[0])
 	}
+}
+
+// TestExamplesPinASupportedPair: every example that installs containerd
+// from its release tarballs (kubenode-bake's default; Windows always)
+// lets the user choose the release, through a containerd_version variable
+// beside kubernetes_version, and the two defaults are a pair containerd's
+// support matrix lists: the bake's own defaults, but on Windows Server 2019,
+// whose scripts cover containerd 1.7 only. An example that installs the
+// distribution's containerd (containerd_source = "package") has no choice
+// to offer.
+func TestExamplesPinASupportedPair(t *testing.T) {
+	examples, err := filepath.Glob("examples/*.pkr.hcl")
+	require.NoError(t, err)
+	tarballs := 0
+	for _, path := range examples {
+		bakes := bakeAttributes(t, path)
+		if len(bakes) == 0 {
+			continue
+		}
+		require.Len(t, bakes, 1, "%s: one kubenode-bake", path)
+		b := bakes[0]
+		if v, ok := b["containerd_source"]; ok && v.IsKnown() && !v.IsNull() && v.AsString() == "package" {
+			continue
+		}
+		tarballs++
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			exprs := hclBlocks(t, path)["kubenode-bake"]
+			for _, key := range []string{"kubernetes_version", "containerd_version"} {
+				require.Equal(t, "var."+key, exprs[key], "kubenode-bake takes %s from the variable %s", key, key)
+				v := b[key]
+				require.True(t, v.IsKnown() && !v.IsNull() && v.Type() == cty.String, "variable %s has a default", key)
+			}
+			k, err := versions.LookupKubernetes(b["kubernetes_version"].AsString())
+			require.NoError(t, err)
+			c, err := versions.LookupContainerd(b["containerd_version"].AsString())
+			require.NoError(t, err)
+			assert.NoError(t, versions.CheckContainerd(k, c))
+			if filepath.Base(path) == "windows-2019.pkr.hcl" {
+				assert.True(t, strings.HasPrefix(c.Version, "1.7."), "Windows Server 2019: containerd 1.7, not %s", c.Version)
+				return
+			}
+			assert.Equal(t, versions.Defaults.Kubernetes, k.Version, "kubernetes_version's default")
+			assert.Equal(t, versions.Defaults.Containerd, c.Version, "containerd_version's default")
+		})
+	}
+	assert.GreaterOrEqual(t, tarballs, 6, "examples that install containerd from its release tarballs")
 }
 
 func keys(v cty.Value) []string {

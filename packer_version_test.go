@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -54,4 +56,57 @@ func TestExamplesRequireTheTestedPacker(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "Packer "+testedPacker(t)+" or newer", doc)
 	}
+}
+
+// TestDevUsesPackerFromPath: `make dev` installs the plugin into the packer
+// on PATH when it is the tested release or newer, and only otherwise into
+// the pinned build (built if missing: here a cached stand-in, so nothing is
+// built). scripts/setup.sh packer-path makes that choice and says which.
+func TestDevUsesPackerFromPath(t *testing.T) {
+	tested := testedPacker(t)
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err, "scripts/setup.sh needs Go on PATH")
+
+	fakePacker := func(dir, version string) string {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		path := filepath.Join(dir, "packer")
+		require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\necho 'Packer v"+version+"'\n"), 0o755))
+		return path
+	}
+	for _, tc := range []struct {
+		name, onPath string // "" = no packer on PATH
+		usesPath     bool
+	}{
+		{"newer on PATH", "1.99.3", true},
+		{"tested release on PATH", tested, true},
+		{"older on PATH", "1.6.6", false},
+		{"none on PATH", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			cache := filepath.Join(tmp, "cache")
+			pinned := fakePacker(filepath.Join(cache, "packer", "v"+tested), tested)
+			bin := filepath.Join(tmp, "bin")
+			require.NoError(t, os.MkdirAll(bin, 0o755))
+			onPath := ""
+			if tc.onPath != "" {
+				onPath = fakePacker(bin, tc.onPath)
+			}
+			cmd := exec.Command("bash", "scripts/setup.sh", "packer-path")
+			cmd.Env = append(os.Environ(), "KUBENODE_CACHE="+cache, "PATH="+bin+":"+filepath.Dir(goBin)+":/usr/bin:/bin")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, "scripts/setup.sh packer-path: %s", stderr.String())
+			want := pinned
+			if tc.usesPath {
+				want = onPath
+			}
+			assert.Equal(t, want, strings.TrimSpace(string(out)), "the packer make dev uses")
+			assert.Contains(t, stderr.String(), "packer: using "+want, "make dev says which packer it uses")
+		})
+	}
+
+	_, help := makeHelp(t)
+	assert.Contains(t, help["dev"], "v"+tested+" or newer", "make help: dev names the tested packer release")
 }

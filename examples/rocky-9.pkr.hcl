@@ -50,6 +50,12 @@ variable "kubernetes_version" {
   default = "v1.37.2"
 }
 
+# A containerd release recommended for kubernetes_version (docs/bake.md).
+variable "containerd_version" {
+  type    = string
+  default = "2.3.7"
+}
+
 variable "joiner" {
   type        = string
   description = "the linux/amd64 joiner (make joiner: dist/kubenode-joiner)"
@@ -102,6 +108,7 @@ build {
 
   provisioner "kubenode-bake" {
     kubernetes_version = var.kubernetes_version
+    containerd_version = var.containerd_version
     containerd_source  = "tarball"
     artifacts          = { joiner = var.joiner }
     node_labels        = { "kubenode.io/image" = "rocky-9" }

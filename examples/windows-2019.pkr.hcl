@@ -96,6 +96,13 @@ variable "kubernetes_version" {
   default = "v1.35.4"
 }
 
+# containerd 1.7 (config version 2): the combination kubenode-bake's
+# Windows Server 2019 golden scripts cover.
+variable "containerd_version" {
+  type    = string
+  default = "1.7.28"
+}
+
 variable "joiner_windows" {
   type        = string
   description = "the windows/amd64 joiner (make joiner: dist/kubenode-joiner.exe)"
@@ -140,15 +147,13 @@ build {
   provisioner "kubenode-bake" {
     guest_os_type      = "windows"
     kubernetes_version = var.kubernetes_version
+    containerd_version = var.containerd_version
     windows_update     = var.windows_update
     # generalize = true (the default): sysprep is the build's last act.
     clone_admin_password = var.clone_admin_password
-    # containerd 1.7 (config version 2): the combination kubenode-bake's
-    # Windows Server 2019 golden scripts cover.
-    containerd_version = "1.7.28"
-    artifacts          = { joiner = var.joiner_windows }
-    node_labels        = { "kubenode.io/image" = "windows-2019-core" }
-    restart_timeout    = "30m"
+    artifacts            = { joiner = var.joiner_windows }
+    node_labels          = { "kubenode.io/image" = "windows-2019-core" }
+    restart_timeout      = "30m"
   }
 
 

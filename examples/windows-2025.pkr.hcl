@@ -99,6 +99,12 @@ variable "kubernetes_version" {
   default = "v1.37.2"
 }
 
+# A containerd release recommended for kubernetes_version (docs/bake.md).
+variable "containerd_version" {
+  type    = string
+  default = "2.3.7"
+}
+
 variable "joiner_windows" {
   type        = string
   description = "the windows/amd64 joiner (make joiner: dist/kubenode-joiner.exe)"
@@ -148,11 +154,11 @@ build {
   provisioner "kubenode-bake" {
     guest_os_type      = "windows"
     kubernetes_version = var.kubernetes_version
+    containerd_version = var.containerd_version
     windows_update     = var.windows_update
     # generalize = true (the default): sysprep is the build's last act.
     clone_admin_password = var.clone_admin_password
-    # containerd's newest row (2.x, config version 3) is the default; the
-    # pause image is raised to the build's minimum (3.10.2 on 2025).
+    # The pause image is raised to the build's minimum (3.10.2 on 2025).
     artifacts       = { joiner = var.joiner_windows }
     node_labels     = { "kubenode.io/image" = "windows-2025-core" }
     restart_timeout = "30m"

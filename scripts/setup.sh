@@ -5,6 +5,8 @@
 #
 #   scripts/setup.sh packages    Debian packages (apt-get; needs root)
 #   scripts/setup.sh packer      packer, built from the Go module proxy
+#   scripts/setup.sh packer-path prints the packer make dev uses: one on PATH when it
+#                                is $PACKER_VERSION or newer, else the pinned build (built if missing)
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
 #   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
 #   scripts/setup.sh capirender  the modules of cmd/lab/capirender (a Go module of its own:
@@ -97,6 +99,31 @@ build_packer() {
   build_from_module packer github.com/hashicorp/packer "$PACKER_VERSION" "$PACKER_BIN" " (about 7 minutes cold)"
 }
 
+# version_at_least A B: A >= B, both X.Y.Z (sort -V orders versions).
+version_at_least() {
+  [ "$(printf '%s\n' "$1" "$2" | sort -V | head -n1)" = "$2" ]
+}
+
+# packer_path prints the packer `make dev` installs the plugin into: the
+# one on PATH when it is PACKER_VERSION or newer (no need to spend minutes
+# building another), else the pinned build, built if missing. It says
+# which on stderr.
+packer_path() {
+  local found version=""
+  if found=$(command -v packer); then
+    version=$(PACKER_CHECKPOINT_DISABLE=1 "$found" version 2>/dev/null | sed -n '1s/^Packer v\([0-9][0-9.]*\).*/\1/p') || true
+    if [ -n "$version" ] && version_at_least "$version" "${PACKER_VERSION#v}"; then
+      log "packer: using $found (v$version, on PATH)"
+      echo "$found"
+      return
+    fi
+    log "packer: $found is ${version:+v}${version:-of an unknown version}, older than $PACKER_VERSION: using the pinned build"
+  fi
+  build_packer
+  log "packer: using $PACKER_BIN"
+  echo "$PACKER_BIN"
+}
+
 build_packer_sdc() {
   need_go
   if [ -x "$PACKER_SDC_BIN" ]; then
@@ -155,6 +182,7 @@ print_env() {
 case "${1:-all}" in
   packages) packages ;;
   packer) build_packer ;;
+  packer-path) packer_path ;;
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
   capirender) capirender_modules ;;
@@ -185,5 +213,5 @@ case "${1:-all}" in
     [ -z "$failed" ] || { log "failed: $failed (its lines above)"; exit 1; }
     ;;
   env) print_env ;;
-  *) echo "usage: $0 [packages|packer|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [packages|packer|packer-path|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
 esac

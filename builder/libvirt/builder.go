@@ -40,6 +40,9 @@ var generatedDataKeys = []string{"OSFamily", "OSVersion", "SeedFlavor", "Firmwar
 
 func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook) (packersdk.Artifact, error) {
 	c := &b.config
+	if c.kvmUnavailable != nil {
+		ui.Error(tcgFallbackWarning(c.kvmUnavailable))
+	}
 	newDriver := b.newDriver
 	if newDriver == nil {
 		newDriver = NewDriver

@@ -171,7 +171,9 @@ type Config struct {
 	HypervEnlightenments *bool `mapstructure:"hyperv_enlightenments"`
 	// `kvm` or `tcg` (software emulation, slower but runs anywhere).
 	// Default: `kvm` for a remote hypervisor, and for a local one when
-	// /dev/kvm opens for reading and writing; else `tcg`. If a KVM guest
+	// /dev/kvm opens for reading and writing; else `tcg`, and the build
+	// warns that it runs under TCG, with the reason /dev/kvm did not open
+	// (usually: the build user is not in the `kvm` group). If a KVM guest
 	// prints nothing and never reaches its communicator, try `tcg`.
 	Accelerator string `mapstructure:"accelerator"`
 	// How the guest is networked: `user` (default: QEMU user-mode networking,
@@ -258,6 +260,9 @@ type Config struct {
 	instanceID string
 	// source is what the build starts from, decided once by Prepare.
 	source sourceKind
+	// kvmUnavailable is why /dev/kvm did not open when Prepare chose tcg
+	// because accelerator was unset; Run warns about it.
+	kvmUnavailable error
 	// diskSize is disk_size in bytes, parsed once by Prepare (and grown to
 	// a local disk_image's virtual size when disk_size is unset).
 	diskSize uint64
@@ -523,7 +528,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		add("secure_boot", "needs firmware = \"uefi\"")
 	}
 	if c.Accelerator == "" {
-		c.Accelerator = defaultAccelerator(c.LibvirtURI)
+		c.Accelerator, c.kvmUnavailable = defaultAccelerator(c.LibvirtURI)
 	}
 	if c.HypervEnlightenments == nil {
 		on := windows && c.Accelerator == "kvm"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -525,20 +524,4 @@ func (d *libvirtDriver) SendKeys(name string, keys []uint32, hold time.Duration)
 		return err
 	}
 	return d.l.DomainSendKey(dom, uint32(golibvirt.KeycodeSetLinux), uint32(hold/time.Millisecond), keys, 0)
-}
-
-// defaultAccelerator picks kvm for a local hypervisor whose /dev/kvm opens,
-// tcg otherwise. (A remote host's KVM cannot be probed from here: set
-// accelerator there.)
-func defaultAccelerator(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil || u.Host != "" {
-		return "kvm"
-	}
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		return "tcg"
-	}
-	f.Close()
-	return "kvm"
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// makeHelp reads GNUmakefile: the .PHONY targets, and the help text of
+// every target whose rule line ends with a `## ` comment.
+func makeHelp(t *testing.T) (phony []string, help map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile("GNUmakefile")
+	require.NoError(t, err)
+	help = map[string]string{}
+	rule := regexp.MustCompile(`^([^\s:=#$]+):([^=].*)?$`)
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		if names, ok := strings.CutPrefix(line, ".PHONY:"); ok {
+			phony = append(phony, strings.Fields(names)...)
+			continue
+		}
+		m := rule.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if _, text, ok := strings.Cut(m[2], "## "); ok {
+			help[m[1]] = strings.TrimSpace(text)
+		}
+	}
+	require.NotEmpty(t, phony, "GNUmakefile declares its targets in .PHONY")
+	return phony, help
+}
+
+// TestMakeHelpListsEveryTarget: `make help` is how a user finds the
+// targets, so every .PHONY target carries a `## ` comment and appears in
+// its output with that text, whatever characters its name has (e2e-capi).
+func TestMakeHelpListsEveryTarget(t *testing.T) {
+	phony, help := makeHelp(t)
+	for _, target := range phony {
+		assert.NotEmpty(t, help[target], "GNUmakefile: target %s has no `## ` help comment on its rule line", target)
+	}
+
+	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make help: %s (install make: apt-get install make)", out)
+	listed := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		name, text, ok := strings.Cut(strings.TrimRight(line, "\n"), "\t")
+		require.True(t, ok, "make help: line %q is not TARGET<tab>TEXT", line)
+		listed[name] = text
+	}
+	for _, target := range phony {
+		if help[target] == "" {
+			continue // reported above
+		}
+		text, ok := listed[target]
+		if assert.True(t, ok, "make help does not list %s", target) {
+			assert.Equal(t, help[target], text, "make help: text of %s", target)
+		}
+	}
+	for name := range listed {
+		assert.True(t, slices.Contains(phony, name), "make help lists %s, which .PHONY does not declare", name)
+	}
+}
