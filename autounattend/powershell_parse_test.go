@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psparse"
 )
 
 // TestGeneratedPowerShellParses parses every script this package generates,
 // and the PowerShell inside the first-logon command line. Quoting itself is
-// tested (and fuzzed) in internal/powershell.
+// tested (and fuzzed) in internal/psquote.
 func TestGeneratedPowerShellParses(t *testing.T) {
 	scripts := map[string][]byte{"first-logon locator": []byte(bootstrapLocator)}
 	for name, w := range bootstrapCases() {
@@ -23,7 +23,7 @@ func TestGeneratedPowerShellParses(t *testing.T) {
 	}
 	for name, src := range scripts {
 		t.Run(name, func(t *testing.T) {
-			assert.NoError(t, pwsh.Check(src))
+			assert.NoError(t, psparse.Check(src))
 		})
 	}
 	assert.NotContains(t, bootstrapLocator, `"`, "the locator is passed inside -Command \"...\"")
@@ -32,6 +32,6 @@ func TestGeneratedPowerShellParses(t *testing.T) {
 // TestPowerShellCheckFindsErrors makes sure the checker can fail.
 func TestPowerShellCheckFindsErrors(t *testing.T) {
 	for _, bad := range []string{"if ($x {\r\n}", "$a = 'unterminated", "function F {\r\n"} {
-		assert.Error(t, pwsh.Check([]byte(bad)), bad)
+		assert.Error(t, psparse.Check([]byte(bad)), bad)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psquote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/scripttmpl"
 )
 
@@ -47,14 +47,14 @@ var WindowsFirewallRules = []string{firewallWinRMHTTP, firewallWinRMTLS, firewal
 var scriptFiles embed.FS
 
 // scripts are the PowerShell templates: every value they print goes
-// through powershell.Quote (q) or powershell.Array (array), or is a number
+// through psquote.Quote (q) or psquote.Array (array), or is a number
 // (num). They are stored with LF line ends and read with CRLF, Windows'.
 var scripts = scripttmpl.MustParse(scripttmpl.CRLF(scriptFiles), scriptPattern, scriptFuncs, scriptSafe...)
 
 const scriptPattern = "scripts/*.ps1.tmpl"
 
 var (
-	scriptFuncs = template.FuncMap{"q": powershell.Quote, "array": powershell.Array, "num": strconv.Itoa}
+	scriptFuncs = template.FuncMap{"q": psquote.Quote, "array": psquote.Array, "num": strconv.Itoa}
 	scriptSafe  = []string{"q", "array", "num"}
 )
 
@@ -91,7 +91,7 @@ func RenderWindowsBootstrap(w Windows) ([]byte, error) {
 		GateRule: firewallGateRule, WinRMHTTPRule: firewallWinRMHTTP, WinRMTLSRule: firewallWinRMTLS, SSHRule: firewallSSH,
 		NetworkRetrySeconds: networkRetrySeconds, NetworkWaitMinutes: networkWaitMinutes,
 	}
-	return append([]byte(powershell.UTF8BOM), scripts.Render("bootstrap.ps1.tmpl", in)...), nil
+	return append([]byte(psquote.UTF8BOM), scripts.Render("bootstrap.ps1.tmpl", in)...), nil
 }
 
 // serialPrefix starts every line the bootstrap writes to COM1, the serial

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psquote"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/golden"
 )
@@ -112,7 +112,7 @@ func TestRenderWindowsBootstrapGolden(t *testing.T) {
 			require.NoError(t, err)
 			golden.Assert(t, "windows/"+name, out)
 			s := string(out)
-			assert.True(t, strings.HasPrefix(s, powershell.UTF8BOM), "script must start with a UTF-8 BOM")
+			assert.True(t, strings.HasPrefix(s, psquote.UTF8BOM), "script must start with a UTF-8 BOM")
 			// The gate is opened first and closed last.
 			gate := strings.Index(s, "New-NetFirewallRule -Name 'kubenode-build-gate'")
 			ungate := strings.Index(s, "Remove-NetFirewallRule -Name 'kubenode-build-gate'")

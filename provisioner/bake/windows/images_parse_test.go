@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psparse"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
@@ -27,7 +27,7 @@ func TestWindowsImagesAndRegistryParse(t *testing.T) {
 		{Registry: "_default", Endpoints: []string{"https://it's.example.com"}},
 	}
 	for name, src := range map[string][]byte{"images": imagesScript(w), "containerd": containerd(w)} {
-		tree, err := pwsh.Parse(src)
+		tree, err := psparse.Parse(src)
 		require.NoError(t, err, name)
 		assert.Empty(t, tree.Errors(), name)
 		if name == "images" {
@@ -45,5 +45,5 @@ func TestWindowsImagesAndRegistryParse(t *testing.T) {
 		}
 		tree.Close()
 	}
-	assert.Error(t, pwsh.Check([]byte(strings.Replace(string(imagesScript(w)), "} else {", "} else", 1))), "the check can fail")
+	assert.Error(t, psparse.Check([]byte(strings.Replace(string(imagesScript(w)), "} else {", "} else", 1))), "the check can fail")
 }

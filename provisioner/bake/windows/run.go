@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psquote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/deliver"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
@@ -128,7 +128,7 @@ func run(ctx context.Context, rem *remote.Remote, plan Plan, uploads []Upload, s
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows Server %s (build %d), Kubernetes %s, containerd %s, CNI plugins %s, pause image %s",
 		plan.Windows.Version, plan.Windows.Build, plan.Kubernetes.Version, plan.Containerd.Version, plan.CNIPlugins.Version, plan.PauseImage))
 
-	mkdir := "New-Item -ItemType Directory -Force -Path " + powershell.Quote(plan.Staging) + " | Out-Null"
+	mkdir := "New-Item -ItemType Directory -Force -Path " + psquote.Quote(plan.Staging) + " | Out-Null"
 	if _, err := r.Run(ctx, "staging", powershellQuery(queryStaging, mkdir)); err != nil {
 		return res, err
 	}
@@ -245,7 +245,7 @@ func (r *guest) joinerVersion(ctx context.Context, plan Plan) (string, error) {
 	if !plan.InstallJoiner {
 		return "", nil
 	}
-	code, out, err := r.Exec(ctx, powershellQuery(queryJoinerVersion, "& "+powershell.Quote(units.WindowsJoinerPath)+" version"))
+	code, out, err := r.Exec(ctx, powershellQuery(queryJoinerVersion, "& "+psquote.Quote(units.WindowsJoinerPath)+" version"))
 	fields := strings.Fields(out)
 	if err != nil || code != 0 || len(fields) < 2 {
 		err := fmt.Errorf("asking the guest for the joiner's version: exit %d, %v: %s", code, err, strings.TrimSpace(out))

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psparse"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
@@ -35,7 +35,7 @@ func TestWindowsScriptsParse(t *testing.T) {
 	require.Greater(t, len(scripts), 20)
 	for name, src := range scripts {
 		t.Run(name, func(t *testing.T) {
-			assert.NoError(t, pwsh.Check(src))
+			assert.NoError(t, psparse.Check(src))
 		})
 	}
 }
@@ -56,7 +56,7 @@ func TestWindowsParseCheckCanFail(t *testing.T) {
 		"unterminated literal": good + "$x = 'open\r\n",
 	} {
 		assert.NotEqual(t, good, bad, name)
-		assert.Error(t, pwsh.Check([]byte(bad)), name)
+		assert.Error(t, psparse.Check([]byte(bad)), name)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestWindowsParseCheckCanFail(t *testing.T) {
 // commands are the try block and the power-off is its finally clause, so
 // Windows powers off also when a closing command fails.
 func TestWindowsCloserPowersOffInFinally(t *testing.T) {
-	tree, err := pwsh.Parse([]byte(transportCloser()))
+	tree, err := psparse.Parse([]byte(transportCloser()))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
@@ -88,7 +88,7 @@ func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 		p = p.WithDefaults()
 		script, err := kubelet(p)
 		require.NoError(t, err, name)
-		tree, err := pwsh.Parse(script)
+		tree, err := psparse.Parse(script)
 		require.NoError(t, err)
 		require.Empty(t, tree.Errors(), name)
 		var checks []string
@@ -118,7 +118,7 @@ func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
 	script := firstBoot(p)
-	tree, err := pwsh.Parse(script)
+	tree, err := psparse.Parse(script)
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
@@ -159,7 +159,7 @@ var firstBootGlobals = map[string]bool{"$_": true, "$true": true, "$false": true
 // those it sets (by assignment or as a loop variable), in lower case.
 func partVariables(t *testing.T, part string) (read, set map[string]bool) {
 	t.Helper()
-	tree, err := pwsh.Parse([]byte(part))
+	tree, err := psparse.Parse([]byte(part))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
@@ -190,7 +190,7 @@ var loopVariable = regexp.MustCompile(`^foreach\s*\(\s*(\$\w+)\s+in\b`)
 func TestCloneAdministratorFailsClosed(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
-	tree, err := pwsh.Parse(firstBoot(p))
+	tree, err := psparse.Parse(firstBoot(p))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())

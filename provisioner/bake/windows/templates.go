@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
-	"github.com/kubenode/packer-plugin-kubenode/internal/powershell"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psquote"
 	"github.com/kubenode/packer-plugin-kubenode/internal/scripttmpl"
 )
 
@@ -40,11 +40,11 @@ func renderStep(step string, data any) []byte {
 // or a fixed fragment.
 var funcs = template.FuncMap{
 	// bom is the UTF-8 byte order mark a script saved to a file starts with.
-	"bom": func() string { return powershell.UTF8BOM },
+	"bom": func() string { return psquote.UTF8BOM },
 	// q joins its parts into one single-quoted literal.
-	"q": func(parts ...string) string { return powershell.Quote(strings.Join(parts, "")) },
+	"q": func(parts ...string) string { return psquote.Quote(strings.Join(parts, "")) },
 	// array is an array expression, one quoted value a line.
-	"array": powershell.Array,
+	"array": psquote.Array,
 	// list is a one-line array expression: @('a', 'b').
 	"list": quotedList,
 	// items are quoted values separated by commas, for inside @(...).
@@ -80,7 +80,7 @@ func quotedList(values []string) string { return "@(" + quotedItems(values) + ")
 func quotedItems(values []string) string {
 	quoted := make([]string, len(values))
 	for i, v := range values {
-		quoted[i] = powershell.Quote(v)
+		quoted[i] = psquote.Quote(v)
 	}
 	return strings.Join(quoted, ", ")
 }

@@ -1,8 +1,8 @@
-// Package powershell quotes values for PowerShell scripts: a value goes
+// Package psquote quotes values for PowerShell scripts: a value goes
 // into a script only as a literal from Quote or an array of them from
 // Array, never by string patching. The scripts are template files
 // (internal/scripttmpl) whose quoting functions are built on these.
-package powershell
+package psquote
 
 import "strings"
 

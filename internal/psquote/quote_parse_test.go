@@ -1,6 +1,6 @@
 //go:build pwsh
 
-package powershell
+package psquote
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/pwsh"
+	"github.com/kubenode/packer-plugin-kubenode/internal/psparse"
 )
 
 // TestQuoteIsOneLiteral: whatever the value, Quote yields exactly one
@@ -51,7 +51,7 @@ func hasControl(s string) bool {
 func assertOneLiteral(t *testing.T, v string) {
 	t.Helper()
 	lit := Quote(v)
-	tree, err := pwsh.Parse([]byte("$x = " + lit + "\r\n"))
+	tree, err := psparse.Parse([]byte("$x = " + lit + "\r\n"))
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors(), "value %q", v)

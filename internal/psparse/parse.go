@@ -1,10 +1,10 @@
 //go:build pwsh
 
-// Package pwsh checks generated PowerShell without Windows, with the
+// Package psparse parses and checks generated PowerShell without Windows, with the
 // tree-sitter PowerShell grammar. It needs cgo and the grammar's headers:
 // build with -tags pwsh and CGO_CFLAGS from scripts/setup.sh (the Makefile
 // sets both), which is why it is behind a build tag.
-package pwsh
+package psparse
 
 import (
 	"fmt"
