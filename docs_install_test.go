@@ -27,7 +27,8 @@ import (
 type makeRule struct {
 	prereqs []string
 	recipe  []string
-	help    bool // has a `## ` description, which `make help` lists
+	help    bool   // has a `## ` description, which `make help` lists
+	text    string // that description
 }
 
 var makeRuleLine = regexp.MustCompile(`^([A-Za-z0-9_.-]+):([^=].*|)$`)
@@ -50,7 +51,8 @@ func parseMakefile(t *testing.T, text string) map[string]*makeRule {
 			continue
 		}
 		deps, desc, _ := strings.Cut(m[2], "#")
-		cur = &makeRule{prereqs: strings.Fields(deps), help: strings.HasPrefix(desc, "# ")}
+		text, help := strings.CutPrefix(desc, "# ")
+		cur = &makeRule{prereqs: strings.Fields(deps), help: help, text: strings.TrimSpace(text)}
 		rules[m[1]] = cur
 	}
 	require.NotEmpty(t, rules, "GNUmakefile: no rules found")

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,37 +11,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// makeHelp reads GNUmakefile: the .PHONY targets, and the help text of
-// every target whose rule line ends with a `## ` comment.
-func makeHelp(t *testing.T) (phony []string, help map[string]string) {
+// makefilePhony reads GNUmakefile's .PHONY targets.
+func makefilePhony(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile("GNUmakefile")
 	require.NoError(t, err)
-	help = map[string]string{}
-	rule := regexp.MustCompile(`^([^\s:=#$]+):([^=].*)?$`)
+	var phony []string
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimRight(line, "\n")
 		if names, ok := strings.CutPrefix(line, ".PHONY:"); ok {
 			phony = append(phony, strings.Fields(names)...)
-			continue
-		}
-		m := rule.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		if _, text, ok := strings.Cut(m[2], "## "); ok {
-			help[m[1]] = strings.TrimSpace(text)
 		}
 	}
 	require.NotEmpty(t, phony, "GNUmakefile declares its targets in .PHONY")
-	return phony, help
+	return phony
 }
 
 // TestMakeHelpListsEveryTarget: `make help` is how a user finds the
 // targets, so every .PHONY target carries a `## ` comment and appears in
 // its output with that text, whatever characters its name has (e2e-capi).
 func TestMakeHelpListsEveryTarget(t *testing.T) {
-	phony, help := makeHelp(t)
+	phony, rules := makefilePhony(t), readMakefile(t)
+	help := map[string]string{}
+	for name, r := range rules {
+		if r.help {
+			help[name] = r.text
+		}
+	}
 	for _, target := range phony {
 		assert.NotEmpty(t, help[target], "GNUmakefile: target %s has no `## ` help comment on its rule line", target)
 	}
