@@ -35,22 +35,18 @@ func (c *Config) prepareDownloads() []error {
 
 // plannedDownloads are the artifacts the build downloads, as far as the
 // configuration tells: guest_os_type's (a Linux guest's when it is unset;
-// Resolve checks a Windows guest's), less those given as local files.
+// Resolve checks a Windows guest's), the OS package's own list, less those
+// given as local files.
 func (c *Config) plannedDownloads() []versions.Artifact {
-	var arts []versions.Artifact
+	guest := "linux"
 	if c.GuestOS == "windows" {
-		r := c.releases()
-		if r.errK != nil || r.errC != nil || r.errN != nil {
-			return nil // validateVersions says why
-		}
-		arts = append(r.k8s.WindowsArtifacts(), r.ctr.WindowsArtifact(), r.cni.WindowsArtifact())
-		if cr, ok, err := c.crictl(); err == nil && ok {
-			arts = append(arts, cr.WindowsArtifact())
-		}
-	} else {
-		img, _ := c.nodeImage("linux", versions.WindowsRelease{}) // on an error, other checks say why
-		arts = img.Artifacts
+		guest = "windows"
 	}
+	img, err := c.nodeImage(guest, versions.WindowsRelease{})
+	if err != nil {
+		return nil // validateVersions and the other checks say why
+	}
+	arts := img.Artifacts
 	var out []versions.Artifact
 	for _, a := range arts {
 		if local, err := c.fetchOptions().Local(a); a.URL != "" && local == "" && err == nil {

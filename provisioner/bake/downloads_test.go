@@ -69,6 +69,10 @@ func TestPlainHTTPMirrorNeedsChecksumsFromElsewhere(t *testing.T) {
 			cfg: map[string]any{"download_mirrors": httpMirrors, "guest_os_type": "windows", "artifact_checksums": all},
 			err: []string{"give the sha256 of kube-log-runner in artifact_checksums"},
 		},
+		"a Windows Cluster API guest's: cloudbase-init's pinned checksum is its proof": {
+			cfg: map[string]any{"download_mirrors": httpMirrors, "guest_os_type": "windows", "bootstrap": "cluster-api", "artifact_checksums": all},
+			err: []string{"give the sha256 of kube-log-runner in artifact_checksums"},
+		},
 		"every checksum": {
 			cfg:      map[string]any{"download_mirrors": httpMirrors, "artifact_checksums": all},
 			warnings: []string{`download_mirrors["https://dl.k8s.io"] = "http://127.0.0.1:8080/dl.k8s.io": plain HTTP: artifact_checksums, not the mirror's checksum files, proves each download`},
