@@ -44,11 +44,33 @@ func (s *stepCheckInstallImage) Run(ctx context.Context, state multistep.StateBa
 	}
 	ui.Say(fmt.Sprintf("Install image: %s image %d %q (%s), checked in %s",
 		media.Path, im.Index, im.Name, im.DisplayName, time.Since(start).Round(time.Microsecond)))
+	if w := evaluationWarning(im); w != "" {
+		ui.Error(w)
+	}
 	state.Put(stateImageIndex, im.Index)
 	return multistep.ActionContinue
 }
 
 func (s *stepCheckInstallImage) Cleanup(multistep.StateBag) {}
+
+// evaluationWarning says that the image is an evaluation edition, whose
+// clones shut down every hour once the evaluation period is over; "" for
+// licensed media. The examples' default ISO is Microsoft's evaluation
+// disc, and nothing else would tell that the image expires.
+func evaluationWarning(im winmedia.Image) string {
+	if !im.Evaluation() {
+		return ""
+	}
+	edition := im.EditionID
+	if edition == "" {
+		edition = im.DisplayName
+	}
+	return fmt.Sprintf("Warning: iso_url: image %d %q of the install disc is an evaluation edition (%s): "+
+		"once its evaluation period is over, Windows shuts down every hour, and so does every VM made from this image. "+
+		"Fine for a lab; for nodes that must outlive the evaluation period, build from licensed media "+
+		"(windows.product_key = \"kms\" on volume media, or your product key), or convert each VM (DISM /online /Set-Edition)",
+		im.Index, im.Name, edition)
+}
 
 // chooseInstallImage finds the image the answer file selects for w among
 // the disc's images, or says which key to change and lists the images.

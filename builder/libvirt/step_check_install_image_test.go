@@ -36,7 +36,7 @@ func windowsRaw(t *testing.T, iso string, windows map[string]interface{}) map[st
 // as volume media of one edition are.
 func standardOnlyISO(t *testing.T, esd bool) string {
 	dir := t.TempDir()
-	images := mediatest.EvaluationImages("Windows Server 2022")[:2]
+	images := mediatest.VolumeImages("Windows Server 2022")[:2]
 	return mediatest.WindowsISO(t, dir, mediatest.WIM(t, dir, images, esd))
 }
 
@@ -158,4 +158,35 @@ func TestStepCheckInstallImageStopsOnCtrlC(t *testing.T) {
 	assert.False(t, failed, "a cancelled build reports no error of its own")
 	_, pinned := state.GetOk(stateImageIndex)
 	assert.False(t, pinned)
+}
+
+// An evaluation disc builds, with a warning that its clones shut down
+// every hour once the evaluation period is over; licensed media build
+// without one.
+func TestStepCheckInstallImageWarnsAboutEvaluationMedia(t *testing.T) {
+	for _, tc := range []struct {
+		images []mediatest.Image
+		warn   string
+	}{
+		{mediatest.EvaluationImages("Windows Server 2022"), `Warning: iso_url: image 3 "Windows Server 2022 SERVERDATACENTERCORE" of the install disc is an evaluation edition (ServerDatacenterEval): ` +
+			"once its evaluation period is over, Windows shuts down every hour, and so does every VM made from this image."},
+		{mediatest.VolumeImages("Windows Server 2022"), ""},
+	} {
+		dir := t.TempDir()
+		iso := mediatest.WindowsISO(t, dir, mediatest.WIM(t, dir, tc.images, false))
+		var c Config
+		_, err := c.Prepare(windowsRaw(t, iso, map[string]interface{}{}))
+		require.NoError(t, err)
+		state := testState(t, &c, NewMockDriver())
+		state.Put(stateISOPath, iso)
+		require.Equal(t, multistep.ActionContinue, (&stepCheckInstallImage{}).Run(context.Background(), state))
+		assert.Equal(t, 3, state.Get(stateImageIndex))
+		errOut := state.Get(stateUI).(*packersdk.BasicUi).ErrorWriter.(*bytes.Buffer).String()
+		if tc.warn == "" {
+			assert.Empty(t, errOut)
+			continue
+		}
+		assert.Contains(t, errOut, tc.warn)
+		assert.Contains(t, errOut, `windows.product_key = "kms"`)
+	}
 }

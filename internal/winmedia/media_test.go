@@ -60,8 +60,8 @@ func TestReadImagesOfASolidESDWithoutDecompressing(t *testing.T) {
 	got, err := winmedia.ReadImages(f)
 	require.NoError(t, err)
 	assert.Equal(t, []winmedia.Image{
-		{Index: 1, Name: images[0].Name, DisplayName: images[0].DisplayName, EditionID: "ServerDatacenter", InstallationType: "Server Core"},
-		{Index: 2, Name: images[1].Name, DisplayName: images[1].DisplayName, EditionID: "ServerDatacenter", InstallationType: "Server"},
+		{Index: 1, Name: images[0].Name, DisplayName: images[0].DisplayName, EditionID: "ServerDatacenterEval", InstallationType: "Server Core"},
+		{Index: 2, Name: images[1].Name, DisplayName: images[1].DisplayName, EditionID: "ServerDatacenterEval", InstallationType: "Server"},
 	}, got)
 }
 
@@ -88,4 +88,31 @@ func TestReadStopsWhenTheContextIsDone(t *testing.T) {
 	cancel()
 	_, err := winmedia.Read(ctx, iso)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// An evaluation disc's images are told from licensed media's by what the
+// WIM says of them, read from real WIMs written by wimtools.
+func TestEvaluationImagesAreToldFromLicensedOnes(t *testing.T) {
+	for _, tc := range []struct {
+		images []mediatest.Image
+		eval   bool
+	}{
+		{mediatest.EvaluationImages("Windows Server 2025"), true},
+		{mediatest.VolumeImages("Windows Server 2025"), false},
+	} {
+		f, err := os.Open(mediatest.WIM(t, t.TempDir(), tc.images, false))
+		require.NoError(t, err)
+		got, err := winmedia.ReadImages(f)
+		f.Close()
+		require.NoError(t, err)
+		require.Len(t, got, len(tc.images))
+		for _, im := range got {
+			assert.Equal(t, tc.eval, im.Evaluation(), "%+v", im)
+		}
+	}
+	// Without an EditionID the display name tells.
+	assert.True(t, winmedia.Image{DisplayName: "Windows Server 2019 Datacenter Evaluation"}.Evaluation())
+	assert.False(t, winmedia.Image{DisplayName: "Windows Server 2019 Datacenter"}.Evaluation())
+	// The EditionID wins over the display name.
+	assert.False(t, winmedia.Image{EditionID: "ServerDatacenter", DisplayName: "Evaluation copy"}.Evaluation())
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -50,6 +51,19 @@ type Image struct {
 	EditionID string
 	// InstallationType is WINDOWS/INSTALLATIONTYPE: "Server Core" or "Server".
 	InstallationType string
+}
+
+// Evaluation reports whether the image is an evaluation edition, which
+// Microsoft gives an EditionID ending in "Eval" (ServerStandardEval,
+// ServerDatacenterEval; "DISM /online /Get-CurrentEdition" shows the same
+// name on an installed system): once its evaluation period is over,
+// Windows shuts itself down every hour. Media whose image list names no
+// EditionID are taken by their display name ("... Evaluation").
+func (im Image) Evaluation() bool {
+	if im.EditionID != "" {
+		return strings.HasSuffix(strings.ToLower(im.EditionID), "eval")
+	}
+	return strings.Contains(strings.ToLower(im.DisplayName), "evaluation")
 }
 
 // ErrNotWIM is returned when the data does not start with a WIM header.

@@ -20,8 +20,22 @@ type Image struct {
 
 // EvaluationImages are the four images of a Windows Server evaluation
 // disc of product ("Windows Server 2022"), in their order there: Standard
-// Core, Standard Desktop, Datacenter Core, Datacenter Desktop.
+// Core, Standard Desktop, Datacenter Core, Datacenter Desktop. Their names
+// are the retail ones; their EditionID ends in "Eval" and their display
+// name says "Evaluation", as on Microsoft's evaluation media.
 func EvaluationImages(product string) []Image {
+	return []Image{
+		{product + " SERVERSTANDARDCORE", product + " Standard Evaluation", "ServerStandardEval", "Server Core"},
+		{product + " SERVERSTANDARD", product + " Standard Evaluation (Desktop Experience)", "ServerStandardEval", "Server"},
+		{product + " SERVERDATACENTERCORE", product + " Datacenter Evaluation", "ServerDatacenterEval", "Server Core"},
+		{product + " SERVERDATACENTER", product + " Datacenter Evaluation (Desktop Experience)", "ServerDatacenterEval", "Server"},
+	}
+}
+
+// VolumeImages are the images of licensed (volume or retail) media of
+// product, in the evaluation disc's order: the same names, EditionIDs
+// without "Eval".
+func VolumeImages(product string) []Image {
 	return []Image{
 		{product + " SERVERSTANDARDCORE", product + " Standard", "ServerStandard", "Server Core"},
 		{product + " SERVERSTANDARD", product + " Standard (Desktop Experience)", "ServerStandard", "Server"},
