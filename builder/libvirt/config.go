@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // BuilderID identifies this builder's artifacts.
@@ -564,6 +565,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if w := winrmInClearWarning(c); w != "" {
 		warnings = append(warnings, w)
 	}
+	if w := windowsSupportWarning(c); w != "" {
+		warnings = append(warnings, w)
+	}
 	if c.HostPortMin == 0 {
 		c.HostPortMin = 2222
 	}
@@ -727,6 +731,34 @@ func winrmInClearWarning(c *Config) string {
 		"so the build password, every script and the sysprep step, which carries the clone's Administrator password "+
 		"(clone_admin_password or the random one), cross that network in clear. Set winrm_use_ssl = true (with winrm_insecure = true "+
 		"for the bootstrap's self-signed certificate), or build on network = \"user\"", attached)
+}
+
+// windowsSupportWarning: the builder does not know the kubelet the image
+// gets, but it can say which Kubernetes minors' Windows page no longer
+// lists windows.version (2019 from v1.36); kubenode-bake warns again when
+// it knows both. "" for a release every recorded minor lists.
+func windowsSupportWarning(c *Config) string {
+	if c.Windows == nil {
+		return ""
+	}
+	minors := versions.MinorsWithoutWindows(c.Windows.Version)
+	if len(minors) == 0 {
+		return ""
+	}
+	last := versions.KubernetesMinors[len(versions.KubernetesMinors)-1]
+	return fmt.Sprintf("windows.version: Kubernetes' page %q (%s) for %s lists Windows Server %s as the Windows nodes it supports, not %s: "+
+		"a node of this image running one of those kubelets (kubenode-bake's default is %s) runs outside what Kubernetes tests. "+
+		"Build Windows Server %s, or pair this image with an older Kubernetes minor",
+		versions.WindowsSupportPage, versions.WindowsSupportURL, andList(minors), andList(last.WindowsServer),
+		c.Windows.Version, versions.Defaults.Kubernetes, strings.Join(last.WindowsServer, " or "))
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // prefixed turns a seed's validation problems into one error per problem,

@@ -290,3 +290,24 @@ func TestPrepareWarnsAboutWinRMInClear(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, warns)
 }
+
+// Windows Server 2019 validates, with a warning naming the Kubernetes
+// minors whose Windows page no longer lists it; 2022 and 2025 validate
+// without one.
+func TestPrepareWarnsAboutAWindowsReleaseKubernetesNoLongerLists(t *testing.T) {
+	for _, version := range []string{"2019", "2022", "2025"} {
+		warns, err := (&Config{}).Prepare(map[string]interface{}{
+			"iso_url": "win.iso", "iso_checksum": "sha256:" + strings.Repeat("0", 64), "winrm_password": "Passw0rd!", "virtio_win_iso": "virtio-win.iso", "accelerator": "tcg",
+			"windows": map[string]interface{}{"version": version},
+		})
+		require.NoError(t, err, version)
+		if version != "2019" {
+			assert.Empty(t, warns, version)
+			continue
+		}
+		require.Len(t, warns, 1)
+		assert.Equal(t, `windows.version: Kubernetes' page "Windows containers in Kubernetes" (https://kubernetes.io/docs/concepts/windows/intro/) for v1.36 and v1.37 `+
+			`lists Windows Server 2022 and 2025 as the Windows nodes it supports, not 2019: a node of this image running one of those kubelets `+
+			`(kubenode-bake's default is v1.37.2) runs outside what Kubernetes tests. Build Windows Server 2022 or 2025, or pair this image with an older Kubernetes minor`, warns[0])
+	}
+}

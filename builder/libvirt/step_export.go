@@ -45,6 +45,9 @@ func (s *stepExport) Run(ctx context.Context, state multistep.StateBag) multiste
 	if c.KeepInPool {
 		state.Put(stateExportVol, name)
 		ui.Say(fmt.Sprintf("The image is volume %s in pool %s", name, pool))
+		if note := cloneHardwareNote(c); note != "" {
+			ui.Say(note)
+		}
 		return multistep.ActionContinue
 	}
 	s.volume = name
@@ -76,7 +79,34 @@ func (s *stepExport) Run(ctx context.Context, state multistep.StateBag) multiste
 		}
 	}
 	state.Put(stateExported, exported)
+	if note := cloneHardwareNote(c); note != "" {
+		ui.Say(note)
+	}
 	return multistep.ActionContinue
+}
+
+// busNames are what a disk_bus is called where VMs are made.
+var busNames = map[string]string{"virtio": "virtio-blk", "scsi": "VirtIO-SCSI", "sata": "SATA"}
+
+// cloneHardwareNote says, for a Windows image, on which bus its clones
+// must attach the disk: kubenode-bake generalizes Windows with sysprep
+// /mode:vm, which keeps the drivers of the build's virtual hardware
+// instead of detecting the hardware again, so a clone whose boot disk is
+// on another bus may find no driver for it loaded at boot and stop with
+// INACCESSIBLE_BOOT_DEVICE (Microsoft's "Sysprep command-line options":
+// deploy a /mode:vm image on the same hardware profile). "" for Linux.
+func cloneHardwareNote(c *Config) string {
+	if c.Windows == nil {
+		return ""
+	}
+	other := "VirtIO-SCSI, Proxmox's default"
+	if c.DiskBus == "scsi" {
+		other = "virtio-blk, libvirt's and KubeVirt's default"
+	}
+	return fmt.Sprintf("Windows image: attach its disk to every VM made from it on %s, the bus of this build (disk_bus = %q), "+
+		"with q35 and UEFI as here: kubenode-bake generalizes with sysprep /mode:vm, which keeps this VM's drivers, "+
+		"and on another bus (%s) a clone may stop at boot with INACCESSIBLE_BOOT_DEVICE",
+		busNames[c.DiskBus], c.DiskBus, other)
 }
 
 func (s *stepExport) Cleanup(state multistep.StateBag) {

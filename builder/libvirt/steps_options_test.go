@@ -1,6 +1,7 @@
 package libvirt
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -202,6 +204,43 @@ func TestStepExportCopiesTheGrownDisk(t *testing.T) {
 		}
 		assert.Equal(t, uint64(grown), m.Volumes[name].Capacity,
 			"keep_in_pool=%v: the export is as large as the grown build disk, not disk_size's default of 20G", keep)
+		export.Cleanup(state)
+		create.Cleanup(state)
+	}
+}
+
+// A Windows image says, when it is written, on which bus its clones must
+// attach the disk (sysprep /mode:vm keeps the build's drivers); a Linux
+// image says nothing of it.
+func TestStepExportNamesTheDiskBusWindowsClonesMustKeep(t *testing.T) {
+	for _, tc := range []struct {
+		windows bool
+		bus     string
+		want    string
+	}{
+		{true, "virtio", `attach its disk to every VM made from it on virtio-blk, the bus of this build (disk_bus = "virtio")`},
+		{true, "scsi", `attach its disk to every VM made from it on VirtIO-SCSI, the bus of this build (disk_bus = "scsi")`},
+		{false, "virtio", ""},
+	} {
+		c := preparedWith(t, map[string]interface{}{"disk_bus": tc.bus})
+		if tc.windows {
+			c.Windows = &WindowsSeedConfig{Version: "2022"}
+		}
+		require.NoError(t, os.MkdirAll(c.OutputDir, 0o755))
+		state := testState(t, c, NewMockDriver())
+		state.Put(stateBaseDisk, qcow2(t, 1<<30))
+		create := &stepCreateStorage{}
+		require.Equal(t, multistep.ActionContinue, create.Run(context.Background(), state))
+		export := &stepExport{}
+		require.Equal(t, multistep.ActionContinue, export.Run(context.Background(), state))
+		out := state.Get(stateUI).(*packersdk.BasicUi).Writer.(*bytes.Buffer).String()
+		if tc.want == "" {
+			assert.NotContains(t, out, "INACCESSIBLE_BOOT_DEVICE")
+		} else {
+			assert.Contains(t, out, tc.want)
+			assert.Contains(t, out, "sysprep /mode:vm")
+			assert.Contains(t, out, "INACCESSIBLE_BOOT_DEVICE")
+		}
 		export.Cleanup(state)
 		create.Cleanup(state)
 	}

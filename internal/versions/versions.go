@@ -464,8 +464,30 @@ func (k KubernetesRelease) WindowsWarning(w WindowsRelease) string {
 	if k.WindowsServer == nil || slices.Contains(k.WindowsServer, w.Version) {
 		return ""
 	}
-	return fmt.Sprintf("windows_version %s: Kubernetes %s supports Windows nodes on Windows Server %s only; an image for Windows Server %s is built, but its node runs outside what Kubernetes tests",
-		w.Version, k.Minor, strings.Join(k.WindowsServer, " and "), w.Version)
+	return fmt.Sprintf("kubernetes_version %s on Windows Server %s: Kubernetes' page %q for %s (%s) lists Windows Server %s as the Windows nodes it supports, not %s: "+
+		"this node runs outside what Kubernetes tests. Build Windows Server %s for this minor",
+		k.Version, w.Version, WindowsSupportPage, k.Minor, WindowsSupportURL, strings.Join(k.WindowsServer, " and "), w.Version, strings.Join(k.WindowsServer, " or "))
+}
+
+// WindowsSupportPage and WindowsSupportURL are Kubernetes' page of the
+// Windows Server releases it supports as nodes (its "Windows OS version
+// compatibility"); KubernetesMinor.WindowsServer is read from it.
+const (
+	WindowsSupportPage = "Windows containers in Kubernetes"
+	WindowsSupportURL  = "https://kubernetes.io/docs/concepts/windows/intro/"
+)
+
+// MinorsWithoutWindows are the Kubernetes minors, oldest first, whose
+// Windows page the table records and which do not list Windows Server
+// version ("2019").
+func MinorsWithoutWindows(version string) []string {
+	var out []string
+	for _, m := range KubernetesMinors {
+		if m.WindowsServer != nil && !slices.Contains(m.WindowsServer, version) {
+			out = append(out, m.Minor)
+		}
+	}
+	return out
 }
 
 // LookupKubernetes finds a Kubernetes release: any patch release vX.Y.Z of

@@ -699,7 +699,8 @@ func TestWindowsWarning(t *testing.T) {
 	k, err := LookupKubernetes("v1.37.2")
 	require.NoError(t, err)
 	for _, tc := range []struct{ windows, want string }{
-		{"2019", "windows_version 2019: Kubernetes v1.37 supports Windows nodes on Windows Server 2022 and 2025 only; an image for Windows Server 2019 is built, but its node runs outside what Kubernetes tests"},
+		{"2019", `kubernetes_version v1.37.2 on Windows Server 2019: Kubernetes' page "Windows containers in Kubernetes" for v1.37 (https://kubernetes.io/docs/concepts/windows/intro/) ` +
+			"lists Windows Server 2022 and 2025 as the Windows nodes it supports, not 2019: this node runs outside what Kubernetes tests. Build Windows Server 2022 or 2025 for this minor"},
 		{"2022", ""},
 		{"2025", ""},
 	} {
@@ -712,4 +713,8 @@ func TestWindowsWarning(t *testing.T) {
 	w, err := LookupWindows("2019")
 	require.NoError(t, err)
 	assert.Empty(t, old.WindowsWarning(w), "not recorded for v1.33: no warning")
+
+	assert.Equal(t, []string{"v1.36", "v1.37"}, MinorsWithoutWindows("2019"))
+	assert.Empty(t, MinorsWithoutWindows("2022"))
+	assert.Empty(t, MinorsWithoutWindows("2025"))
 }

@@ -68,6 +68,10 @@ func (c *Config) bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, gu
 		if win, err = windows.Release(ctx, r); err != nil {
 			return err
 		}
+		// Only now are both known: the guest's release and the kubelet's.
+		if w := c.releases().k8s.WindowsWarning(win); w != "" {
+			ui.Error("kubenode-bake: warning: " + w)
+		}
 	}
 	img, err := c.nodeImage(guest, win)
 	if err != nil {

@@ -147,6 +147,42 @@ func TestProvisionWarnsOfAnUnlistedVersion(t *testing.T) {
 	assert.Contains(t, rec.Facts.Unlisted[0], warning)
 }
 
+// A Windows Server 2019 guest with a Kubernetes minor whose Windows page
+// no longer lists 2019 bakes, with a warning naming the page; a 2022
+// guest bakes without one.
+func TestProvisionWarnsOfAWindowsReleaseKubernetesNoLongerSupports(t *testing.T) {
+	for _, tc := range []struct{ windows, warn string }{
+		{"2019", `kubenode-bake: warning: kubernetes_version ` + versions.Defaults.Kubernetes + ` on Windows Server 2019: Kubernetes' page "Windows containers in Kubernetes"`},
+		{"2022", ""},
+	} {
+		win, err := versions.LookupWindows(tc.windows)
+		require.NoError(t, err)
+		dir := t.TempDir()
+		var p Provisioner
+		require.NoError(t, p.Prepare(map[string]any{
+			"guest_os_type": "windows", "artifacts_dir": dir, "download_cache_dir": t.TempDir(), "packer_build_name": "win-" + tc.windows,
+		}))
+		_, arts, err := p.config.windowsPlan(win)
+		require.NoError(t, err)
+		for _, a := range arts {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName), []byte("local "+a.Name), 0o644))
+		}
+		t.Setenv("PACKER_RUN_UUID", "test-"+t.Name()+tc.windows)
+		g := guesttest.NewWindows()
+		g.Build = fmt.Sprint(win.Build)
+		ui := guesttest.NewUI()
+		require.NoError(t, p.Provision(context.Background(), ui, g, map[string]interface{}{"PackerHTTPIP": "127.0.0.1"}))
+		_, err = baked.Take("win-" + tc.windows)
+		require.NoError(t, err)
+		if tc.warn == "" {
+			assert.NotContains(t, ui.Err.String(), "Kubernetes' page", tc.windows)
+			continue
+		}
+		assert.Contains(t, ui.Err.String(), tc.warn)
+		assert.Contains(t, ui.Err.String(), versions.WindowsSupportURL)
+	}
+}
+
 // hostname_prefix: checked as the start of a DNS label and named in every
 // refusal; Linux's joiner images with generalize only; it reaches the
 // plan, and the default is the Linux package's.
