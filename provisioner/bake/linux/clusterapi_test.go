@@ -299,3 +299,44 @@ func TestClusterAPIGeneralizeResetsTheNetwork(t *testing.T) {
 	assert.NotContains(t, joiner, ": > /etc/hostname", "bootstrap = joiner keeps /etc/hostname")
 	assert.NotContains(t, joiner, "put '/etc/hosts'", "bootstrap = joiner keeps /etc/hosts")
 }
+
+// Generalize in joiner mode leaves a clone, whose NIC has a new MAC and
+// which has no datasource, a network: cloud-init's fallback netplan that
+// matched the build VM's NIC by MAC (with set-name) goes, a DHCP-on-any-
+// Ethernet file takes its place (root-only, as netplan wants), a file
+// that matches by name stays; a second run changes nothing. Without MAC
+// matches nothing is written.
+func TestJoinerGeneralizeGivesClonesANetwork(t *testing.T) {
+	g := newFakeGuest(t)
+	require.NoError(t, os.MkdirAll(g.etc+"/netplan", 0o755))
+	script := g.redirect(t, piece("clone-network", nil))
+
+	out, err := g.run(t, script)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "ok: no netplan file matches a NIC by MAC address")
+	assert.NoFileExists(t, g.etc+"/netplan/60-kubenode-clone.yaml")
+
+	g.write(t, map[string]string{
+		"etc/netplan/50-cloud-init.yaml": "network:\n  version: 2\n  ethernets:\n    enp1s0:\n      match:\n        macaddress: \"52:54:00:12:34:56\"\n      dhcp4: true\n      set-name: \"enp1s0\"\n",
+		"etc/netplan/01-by-name.yaml":    "network: {version: 2, ethernets: {enp2s0: {dhcp4: true}}}\n",
+	})
+	out, err = g.run(t, script)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "changed: /etc/netplan/50-cloud-init.yaml removed (it matched the build VM's NIC by MAC address)")
+	assert.NoFileExists(t, g.etc+"/netplan/50-cloud-init.yaml")
+	assert.FileExists(t, g.etc+"/netplan/01-by-name.yaml", "a file that matches by name stays")
+	written, err := os.ReadFile(g.etc + "/netplan/60-kubenode-clone.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, cloneNetplanFile, string(written))
+	assert.NotContains(t, string(written), "macaddress")
+	info, err := os.Stat(g.etc + "/netplan/60-kubenode-clone.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	out, err = g.run(t, script)
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "changed: ", "a second run reports 0 changes")
+
+	assert.Contains(t, string(generalize(testPlan())), "60-kubenode-clone.yaml", "bootstrap = joiner resets MAC matches")
+	assert.NotContains(t, string(generalize(clusterAPIPlan())), "60-kubenode-clone.yaml", "cluster-api: cloud-init writes each VM's network from its datasource")
+}

@@ -69,6 +69,7 @@ var fixed = map[string]string{
 	"k8sNS":                    node.ContainerdK8sNS,
 	"imageListedPrefix":        node.ImageListedPrefix,
 	"caFileName":               node.CAFileName,
+	"cloneNetplan":             cloneNetplan,
 }
 
 // plainFixed is what a fixed fragment may hold: words and the spaces
@@ -119,6 +120,7 @@ func scriptFuncs() template.FuncMap {
 		"cloudInitDatasourcesConfig": CloudInitDatasourcesConfig,
 		"cloudInitLeftovers":         func() []string { return cloudInitLeftovers },
 		"installerNetwork":           func() []string { return installerNetwork },
+		"cloneNetplanFile":           func() string { return cloneNetplanFile },
 		"normalizedImages":           node.NormalizedImages,
 		"aptProxyLineRegexp":         func() string { return aptProxyLineRegexp },
 		"hostsHeader":                func() string { return node.HostsHeader },

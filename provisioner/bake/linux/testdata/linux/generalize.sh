@@ -88,6 +88,30 @@ WantedBy=multi-user.target
 KUBENODE_EOF
 then systemctl daemon-reload; fi
 if systemctl is-enabled -q kubenode-hostname.service; then echo 'ok: kubenode-hostname.service enabled'; else systemctl enable -q kubenode-hostname.service; echo 'changed: kubenode-hostname.service enabled: a VM from this image that nothing names is called kubenode-<machine ID>'; fi
+if [ -d /etc/netplan ]; then
+  removed=
+  for f in /etc/netplan/*.yaml /etc/netplan/*.yml; do
+    [ -f "$f" ] && [ "$f" != '/etc/netplan/60-kubenode-clone.yaml' ] || continue
+    if grep -Eq '^[[:space:]]*macaddress:' "$f"; then rm -f "$f"; removed=1; echo "changed: $f removed (it matched the build VM's NIC by MAC address)"; fi
+  done
+  if [ -n "$removed" ] || [ -e '/etc/netplan/60-kubenode-clone.yaml' ]; then
+    put '/etc/netplan/60-kubenode-clone.yaml' 0600 <<'KUBENODE_EOF' || true
+# Written by kubenode-bake's generalize: the build VM's network config matched
+# its NIC by MAC address, which no clone has. Every Ethernet NIC takes DHCP.
+network:
+  version: 2
+  ethernets:
+    kubenode-any:
+      match:
+        name: "e*"
+      dhcp4: true
+      dhcp6: true
+      optional: true
+KUBENODE_EOF
+  else
+    echo 'ok: no netplan file matches a NIC by MAC address'
+  fi
+fi
 if command -v cloud-init >/dev/null && [ -e /var/lib/cloud/instance ]; then cloud-init clean --logs >/dev/null; echo 'changed: cloud-init state cleaned'; fi
 if command -v apt-get >/dev/null; then apt-get clean; fi
 find /var/log -type f \( -name '*.gz' -o -name '*.[0-9]' \) -delete
