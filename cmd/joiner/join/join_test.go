@@ -298,33 +298,74 @@ func TestWrongCAHashIsRefusedBeforeAnythingIsWritten(t *testing.T) {
 	assert.Equal(t, "127.0.0.1 localhost\n", string(hosts), "no hosts entry for a cluster the pin did not verify")
 }
 
-// A seed disc that points the node at another address may not name that
-// address registry.k8s.io (or anything but the image's names for its API
-// server); a seed that names it correctly but meets a cluster with another
-// CA leaves the hosts file as it was.
-func TestSeedHostsEntriesNeedTheImagesNamesAndAVerifiedCluster(t *testing.T) {
+// A seed disc that points the node at another address may give that
+// address only the API server's own names: the image's, or the one the
+// cluster-info discovery verified against the CA pin uses (kind's
+// kind-control-plane, which the TLS bootstrap connects to). Any other name
+// (registry.k8s.io) is refused, and a seed that names it correctly but
+// meets a cluster with another CA leaves the hosts file as it was.
+func TestSeedHostsEntriesNeedTheAPIServersNamesAndAVerifiedCluster(t *testing.T) {
 	for name, c := range map[string]struct {
-		seed, err string
+		image, seed string
+		server      string // cluster-info's
+		err         string // "": the join succeeds
+		hosts       string // the hosts file's entry when it does
 	}{
-		"another name": {
-			seed: "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [registry.k8s.io]}]\n",
-			err:  `joiner.yaml: extraHosts[0].hostnames[0]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab)`,
+		// docs/lab-windows.md: an image that names no API server, a seed
+		// made with `joiner token --extra-host kind-control-plane=...`.
+		"the name cluster-info uses": {
+			image:  "timeouts: {discovery: 1s, nodeReady: 1s}\n",
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\ncaCertHashes: [HASH]\nextraHosts: [{ip: 192.168.150.1, hostnames: [kind-control-plane]}]\n",
+			server: "https://kind-control-plane:6443",
+			hosts:  "192.168.150.1 kind-control-plane",
+		},
+		"another name, a verified cluster": {
+			image:  "timeouts: {discovery: 1s, nodeReady: 1s}\n",
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\ncaCertHashes: [HASH]\nextraHosts: [{ip: 192.168.150.1, hostnames: [registry.k8s.io]}]\n",
+			server: "https://kind-control-plane:6443",
+			err: `phase hosts: ` + "SEED" + `: extraHosts[0].hostnames[0]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists ` +
+				`(none: the image names its API server by no host name) nor the host name of the API server in the cluster's cluster-info verified against the CA pin (kind-control-plane)`,
+		},
+		"another name beside the image's, a verified cluster": {
+			image:  "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [HASH]\ntimeouts: {discovery: 1s, nodeReady: 1s}\n",
+			seed:   "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab, registry.k8s.io]}]\n",
+			server: "https://cp.lab:6443",
+			err:    `extraHosts[0].hostnames[1]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab)`,
 		},
 		"the image's name, another cluster": {
-			seed: "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab]}]\n",
-			err:  "phase discovery: the cluster's CA is ",
+			image:  "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [sha256:" + strings.Repeat("0", 64) + "]\ntimeouts: {discovery: 1s}\n",
+			seed:   "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab]}]\n",
+			server: "https://cp.lab:6443",
+			err:    "phase discovery: the cluster's CA is ",
+		},
+		"the name cluster-info uses, another cluster": {
+			image:  "timeouts: {discovery: 1s}\n",
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\ncaCertHashes: [sha256:" + strings.Repeat("0", 64) + "]\nextraHosts: [{ip: 192.168.150.1, hostnames: [kind-control-plane]}]\n",
+			server: "https://kind-control-plane:6443",
+			err:    "phase discovery: the cluster's CA is ",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [sha256:"+strings.Repeat("0", 64)+"]\ntimeouts: {discovery: 1s}\n")
+			e := newEnv(t, c.image)
+			require.NoError(t, e.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"),
+				jointest.ClusterInfo(t, e.ca, c.server, jointest.Token), metav1.NamespacePublic))
 			dir := t.TempDir()
-			require.NoError(t, autounattend.WriteISOFile(filepath.Join(dir, "sr0"), autounattend.Disc{Label: config.SeedLabel,
-				Files: []autounattend.File{{Name: config.FileName, Data: []byte("token: " + jointest.Token + "\n" + c.seed)}}}))
+			disc := filepath.Join(dir, "sr0")
+			seedYAML := strings.ReplaceAll("token: "+jointest.Token+"\n"+c.seed, "HASH", e.ca.Hash())
+			require.NoError(t, autounattend.WriteISOFile(disc, autounattend.Disc{Label: config.SeedLabel,
+				Files: []autounattend.File{{Name: config.FileName, Data: []byte(seedYAML)}}}))
 			e.opts.Paths.SeedDevices = []string{filepath.Join(dir, "sr*")}
 			err := join.Run(context.Background(), e.opts)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), c.err)
 			hosts, _ := os.ReadFile(e.paths.Hosts)
+			if c.err == "" {
+				require.NoError(t, err, e.log.String())
+				assert.Equal(t, "127.0.0.1 localhost\n# BEGIN kubenode-joiner extraHosts\n"+c.hosts+"\n# END kubenode-joiner extraHosts\n", string(hosts))
+				assert.Contains(t, e.log.String(), "node win-node-1 joined the cluster and is Ready")
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), strings.ReplaceAll(c.err, "SEED", disc+":"+config.FileName))
+			assert.Contains(t, err.Error(), "nothing was written to this node")
 			assert.Equal(t, "127.0.0.1 localhost\n", string(hosts), "the hosts file is untouched")
 			assert.Empty(t, e.host.calls, "nothing ran")
 		})

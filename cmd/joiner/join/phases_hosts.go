@@ -16,8 +16,13 @@ const (
 )
 
 // writeHosts keeps one managed block in the hosts file; the file is written
-// only when the block changes.
+// only when the block changes. A seed's host names the image does not use
+// for its API server are written only if they are the host name of the
+// server URL in the cluster-info discovery verified against the CA pin.
 func writeHosts(_ context.Context, d *data) error {
+	if err := d.cfg.CheckSeedHostnames(d.serverURL); err != nil {
+		return fmt.Errorf("%w\nnothing was written to this node", err)
+	}
 	path := d.opts.Paths.Hosts
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

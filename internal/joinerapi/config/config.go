@@ -92,6 +92,9 @@ type Config struct {
 	KubeletPath string `json:"kubeletPath,omitempty"`
 
 	Timeouts Timeouts `json:"timeouts,omitempty"`
+
+	// held are seed host names only CheckSeedHostnames can accept.
+	held []SeedHostname
 }
 
 // Timeouts bound each wait of a join.
@@ -138,6 +141,13 @@ func (c *Config) Merge(source string, data []byte) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	c.TypeMeta = metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}
+	// A later layer's extraHosts replace a seed's: its held names are gone.
+	var keys map[string]any
+	if err := yaml.Unmarshal(data, &keys); err == nil {
+		if _, ok := keys["extraHosts"]; ok {
+			c.held = nil
+		}
+	}
 	return nil
 }
 
@@ -192,9 +202,12 @@ var ErrImageOnly = errors.New("only the image may set it")
 // can attach a disc to the machine can write: it may set SeedKeys only;
 // when the image pins the cluster CA (caCertHashes), the seed's pins must
 // be among the image's; and its extraHosts may only give the address of
-// apiServerEndpoint to the names the image uses for its API server (its
-// apiServerEndpoint's host name, its own extraHosts). Every problem is
-// reported, naming its key.
+// apiServerEndpoint to the API server's own names: the names the image
+// uses for it (its apiServerEndpoint's host name, its own extraHosts), or
+// the host name of the server URL in the cluster's cluster-info. Only
+// discovery learns the latter, so a seed's other names are held
+// (HeldSeedHostnames) and CheckSeedHostnames must accept them before the
+// hosts file is written. Every problem is reported, naming its key.
 func (c *Config) MergeSeed(source string, data []byte) error {
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("%s: %w", source, ErrTooLarge)
@@ -225,32 +238,90 @@ func (c *Config) MergeSeed(source string, data []byte) error {
 	endpoint := orDefault(seed.APIServerEndpoint, c.APIServerEndpoint)
 	host, _, _ := net.SplitHostPort(endpoint)
 	names := c.seedHostnames()
+	var held []SeedHostname
 	for i, h := range seed.ExtraHosts {
 		if host == "" || net.ParseIP(host) == nil || !net.ParseIP(host).Equal(net.ParseIP(h.IP)) {
 			errs = append(errs, fmt.Errorf("%s: extraHosts[%d]: %s is not the API server's address (apiServerEndpoint %s): "+
-				"a join seed disc may only add names for that address, %w for others: set them in the image or pass --config as root",
+				"a join seed disc may only add names for that address, %w for others: "+imageHosts,
 				source, i, h.IP, endpoint, ErrImageOnly))
 		}
 		// The address alone proves nothing: a seed that also sets
 		// apiServerEndpoint chooses it, and could give it any name
-		// (registry.k8s.io). Only the names the image already uses for
-		// its API server may point there.
+		// (registry.k8s.io). Only the API server's own names may point
+		// there: the image's, or the one cluster-info gives it, which
+		// CheckSeedHostnames compares once discovery has verified it.
 		for j, name := range h.Hostnames {
 			if !slices.Contains(names, strings.ToLower(name)) {
-				allowed := "none: the image names its API server by no host name"
-				if len(names) > 0 {
-					allowed = strings.Join(names, ", ")
-				}
-				errs = append(errs, fmt.Errorf("%s: extraHosts[%d].hostnames[%d]: %q is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (%s): "+
-					"a join seed disc may only give the API server's own name its address, %w for other names: set them in the image or pass --config as root",
-					source, i, j, name, allowed, ErrImageOnly))
+				held = append(held, SeedHostname{Source: source, Entry: i, Index: j, Name: name, imageNames: names})
 			}
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	return c.Merge(source, data)
+	if err := c.Merge(source, data); err != nil {
+		return err
+	}
+	c.held = append(c.held, held...)
+	return nil
+}
+
+// imageHosts says where hosts entries a seed may not carry go.
+const imageHosts = "write them into the image's " + FileName + " (a provisioner after kubenode-bake can) or pass --config as root"
+
+// SeedHostname is a host name a join seed gave the API server's address
+// that the image does not use for its API server: extraHosts[Entry].hostnames[Index]
+// of the seed read from Source.
+type SeedHostname struct {
+	Source       string
+	Entry, Index int
+	Name         string
+	imageNames   []string // the names the image uses for its API server
+}
+
+// HeldSeedHostnames are the host names MergeSeed took from a seed that
+// only CheckSeedHostnames can accept.
+func (c *Config) HeldSeedHostnames() []SeedHostname { return slices.Clone(c.held) }
+
+// CheckSeedHostnames accepts the held seed host names (HeldSeedHostnames)
+// that are exactly the host name of server, the API server URL in the
+// cluster's kube-public/cluster-info, and refuses every other one, naming
+// its key. The joiner calls it once discovery has checked that
+// cluster-info against the CA pin, so the name is the one the cluster the
+// node joins uses for its API server (kind's kind-control-plane, which
+// kubeadm's TLS bootstrap connects to), and the seed still cannot point
+// any other name anywhere. Without a CA pin (unsafeSkipCAVerification)
+// whoever answers on apiServerEndpoint writes cluster-info, so no held
+// name is accepted.
+func (c *Config) CheckSeedHostnames(server string) error {
+	want := ""
+	if u, err := url.Parse(server); err == nil && net.ParseIP(u.Hostname()) == nil {
+		want = strings.ToLower(u.Hostname())
+	}
+	var errs []error
+	for _, h := range c.held {
+		if want != "" && strings.ToLower(h.Name) == want && !c.UnsafeSkipCAVerification {
+			continue
+		}
+		allowed := "none: the image names its API server by no host name"
+		if len(h.imageNames) > 0 {
+			allowed = strings.Join(h.imageNames, ", ")
+		}
+		clusterInfo := want
+		switch {
+		case c.UnsafeSkipCAVerification:
+			clusterInfo = "none: unsafeSkipCAVerification is set, so cluster-info was not verified"
+		case server == "":
+			clusterInfo = "none: cluster-info was not read"
+		case want == "":
+			clusterInfo = "none: it names the API server " + server
+		}
+		errs = append(errs, fmt.Errorf("%s: extraHosts[%d].hostnames[%d]: %q is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (%s) "+
+			"nor the host name of the API server in the cluster's cluster-info verified against the CA pin (%s): "+
+			"a join seed disc may only give the API server's own name its address, %w for other names: "+imageHosts,
+			h.Source, h.Entry, h.Index, h.Name, allowed, clusterInfo, ErrImageOnly))
+	}
+	return errors.Join(errs...)
 }
 
 // seedHostnames are the host names a join seed disc may give an address

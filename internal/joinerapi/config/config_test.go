@@ -223,45 +223,97 @@ extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}, {ip: 203.0.113.7, hostnames: [regi
 }
 
 // A seed that sets the API server's address chooses that address: it may
-// give it only the names the image already uses for its API server, not
+// give it only the API server's own names, the image's or the one the
+// cluster's CA-verified cluster-info uses (kind's kind-control-plane), not
 // any name (every pull from registry.k8s.io would go to the seed's host).
 func TestSeedHostsEntriesOnlyForTheAPIServersNames(t *testing.T) {
 	for name, c := range map[string]struct {
 		image, seed string
+		server      string // the server cluster-info names
+		held        []string
 		err         string // "": accepted
 	}{
 		"the image's endpoint name": {
-			image: "apiServerEndpoint: cp.lab:6443\n",
-			seed:  "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 10.0.2.2, hostnames: [CP.lab]}]\n",
+			image:  "apiServerEndpoint: cp.lab:6443\n",
+			seed:   "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 10.0.2.2, hostnames: [CP.lab]}]\n",
+			server: "https://10.0.2.2:6443",
 		},
 		"a name the image's extraHosts lists": {
-			image: "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 192.168.122.1, hostnames: [kind-control-plane]}]\n",
-			seed:  "apiServerEndpoint: 192.168.122.7:6443\nextraHosts: [{ip: 192.168.122.7, hostnames: [kind-control-plane]}]\n",
+			image:  "apiServerEndpoint: 10.0.2.2:6443\nextraHosts: [{ip: 192.168.122.1, hostnames: [kind-control-plane]}]\n",
+			seed:   "apiServerEndpoint: 192.168.122.7:6443\nextraHosts: [{ip: 192.168.122.7, hostnames: [kind-control-plane]}]\n",
+			server: "https://192.168.122.7:6443",
+		},
+		"the name cluster-info uses, in an image that names no host": {
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\nextraHosts: [{ip: 192.168.150.1, hostnames: [Kind-Control-Plane]}]\n",
+			server: "https://kind-control-plane:6443",
+			held:   []string{"Kind-Control-Plane"},
 		},
 		"any other name": {
-			image: "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [\"sha256:" + sixtyFour + "\"]\n",
-			seed:  "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab, registry.k8s.io]}]\n",
-			err:   `seed: extraHosts[0].hostnames[1]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab)`,
+			image:  "apiServerEndpoint: cp.lab:6443\ncaCertHashes: [\"sha256:" + sixtyFour + "\"]\n",
+			seed:   "apiServerEndpoint: 203.0.113.7:6443\nextraHosts: [{ip: 203.0.113.7, hostnames: [cp.lab, registry.k8s.io]}]\n",
+			server: "https://cp.lab:6443",
+			held:   []string{"registry.k8s.io"},
+			err: `seed: extraHosts[0].hostnames[1]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (cp.lab) ` +
+				`nor the host name of the API server in the cluster's cluster-info verified against the CA pin (cp.lab)`,
 		},
-		"an image that names no host": {
-			image: "apiServerEndpoint: 10.0.2.2:6443\n",
-			seed:  "extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}]\n",
-			err:   `seed: extraHosts[0].hostnames[0]: "cp" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (none: the image names its API server by no host name)`,
+		"another name beside the one cluster-info uses": {
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\nextraHosts: [{ip: 192.168.150.1, hostnames: [kind-control-plane, registry.k8s.io]}]\n",
+			server: "https://kind-control-plane:6443",
+			held:   []string{"kind-control-plane", "registry.k8s.io"},
+			err: `seed: extraHosts[0].hostnames[1]: "registry.k8s.io" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists ` +
+				`(none: the image names its API server by no host name) nor the host name of the API server in the cluster's cluster-info verified against the CA pin (kind-control-plane)`,
+		},
+		"a cluster-info that names an address": {
+			image:  "apiServerEndpoint: 10.0.2.2:6443\n",
+			seed:   "extraHosts: [{ip: 10.0.2.2, hostnames: [cp]}]\n",
+			server: "https://10.0.2.2:6443",
+			held:   []string{"cp"},
+			err: `seed: extraHosts[0].hostnames[0]: "cp" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (none: the image names its API server by no host name) ` +
+				`nor the host name of the API server in the cluster's cluster-info verified against the CA pin (none: it names the API server https://10.0.2.2:6443)`,
+		},
+		// Without a pin, whoever answers on the address writes cluster-info.
+		"the name cluster-info uses, but the CA is not pinned": {
+			image:  "unsafeSkipCAVerification: true\n",
+			seed:   "apiServerEndpoint: 192.168.150.1:6443\nextraHosts: [{ip: 192.168.150.1, hostnames: [kind-control-plane]}]\n",
+			server: "https://kind-control-plane:6443",
+			held:   []string{"kind-control-plane"},
+			err:    `"kind-control-plane" is neither the host name of the image's apiServerEndpoint nor a name the image's extraHosts lists (none: the image names its API server by no host name) nor the host name of the API server in the cluster's cluster-info verified against the CA pin (none: unsafeSkipCAVerification is set, so cluster-info was not verified)`,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.New()
 			require.NoError(t, cfg.Merge("image", []byte(c.image)))
-			err := cfg.MergeSeed("seed", []byte(c.seed))
+			require.NoError(t, cfg.MergeSeed("seed", []byte(c.seed)), "the API server's address: only the names wait for cluster-info")
+			var held []string
+			for _, h := range cfg.HeldSeedHostnames() {
+				held = append(held, h.Name)
+			}
+			assert.Equal(t, c.held, held)
+			err := cfg.CheckSeedHostnames(c.server)
 			if c.err == "" {
 				require.NoError(t, err)
 				return
 			}
 			require.ErrorIs(t, err, config.ErrImageOnly)
 			assert.Contains(t, err.Error(), c.err)
+			assert.Contains(t, err.Error(), "a join seed disc may only give the API server's own name its address")
 			assert.NotContains(t, err.Error(), "hostnames[0]: \"cp.lab\"", "the image's own name is accepted")
+			if !cfg.UnsafeSkipCAVerification {
+				assert.NotContains(t, err.Error(), "\"kind-control-plane\" is neither", "cluster-info's name is accepted when the pin verified it")
+			}
 		})
 	}
+}
+
+// Root's later layer (flags) replaces a seed's extraHosts: nothing of the
+// seed is left to check.
+func TestALaterLayersExtraHostsReplaceTheHeldSeedNames(t *testing.T) {
+	cfg := config.New()
+	require.NoError(t, cfg.MergeSeed("seed", []byte("apiServerEndpoint: 192.168.150.1:6443\nextraHosts: [{ip: 192.168.150.1, hostnames: [registry.k8s.io]}]\n")))
+	require.Error(t, cfg.CheckSeedHostnames("https://kind-control-plane:6443"))
+	require.NoError(t, cfg.Merge("flags", []byte("extraHosts: [{ip: 192.168.150.1, hostnames: [cp]}]\n")))
+	assert.Empty(t, cfg.HeldSeedHostnames())
+	require.NoError(t, cfg.CheckSeedHostnames("https://kind-control-plane:6443"))
 }
 
 func TestConfigFilesAreBounded(t *testing.T) {
