@@ -315,6 +315,15 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkImage(client, manifest, image, stderr); err != nil {
 		return err
 	}
+	switch {
+	case seed != "":
+		err = token.CheckSeedHostnames(ctx, client, "--seed-iso", node)
+	case outDir != "":
+		err = token.CheckSeedHostnames(ctx, client, "--output-dir (--format "+format+")", node)
+	}
+	if err != nil {
+		return err
+	}
 	opts := token.Options{
 		TTL: ttl, Usages: usages.split(), Groups: groups.split(), Description: description,
 		Node: node, SignedTimeout: signed, Log: stderr,

@@ -150,20 +150,16 @@ func waitSigned(ctx context.Context, client kubernetes.Interface, tok *bootstrap
 		if !jws.DetachedTokenIsValid(sig, kubeconfig, tok.ID, tok.Secret) {
 			return false, fmt.Errorf("cluster-info's signature for token %s does not verify", tok.ID)
 		}
-		kc, err := clientcmd.Load([]byte(kubeconfig))
-		if err != nil {
-			return false, fmt.Errorf("cluster-info holds no valid kubeconfig: %w", err)
+		var caPEM []byte
+		if server, caPEM, err = parseClusterInfo(kubeconfig); err != nil {
+			return false, err
 		}
-		for _, c := range kc.Clusters {
-			server = c.Server
-			certs, err := certutil.ParseCertsPEM(c.CertificateAuthorityData)
-			if err != nil {
-				return false, fmt.Errorf("cluster-info's CA: %w", err)
-			}
-			for _, cert := range certs {
-				hashes = append(hashes, pubkeypin.Hash(cert))
-			}
-			break
+		certs, err := certutil.ParseCertsPEM(caPEM)
+		if err != nil {
+			return false, fmt.Errorf("cluster-info's CA: %w", err)
+		}
+		for _, cert := range certs {
+			hashes = append(hashes, pubkeypin.Hash(cert))
 		}
 		if len(hashes) == 0 {
 			return false, errors.New("cluster-info holds no CA certificate")
@@ -179,21 +175,76 @@ func waitSigned(ctx context.Context, client kubernetes.Interface, tok *bootstrap
 	return server, hashes, nil
 }
 
+// parseClusterInfo returns the server and CA of cluster-info's kubeconfig
+// (its first cluster, as kubeadm reads it).
+func parseClusterInfo(kubeconfig string) (server string, caPEM []byte, err error) {
+	kc, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return "", nil, fmt.Errorf("cluster-info holds no valid kubeconfig: %w", err)
+	}
+	for _, c := range kc.Clusters {
+		return c.Server, c.CertificateAuthorityData, nil
+	}
+	return "", nil, errors.New("cluster-info's kubeconfig names no cluster")
+}
+
+// ClusterInfoServer is the API server URL kube-public/cluster-info names,
+// read with the admin client: the server a node's TLS bootstrap connects
+// to (kind: https://kind-control-plane:6443).
+func ClusterInfoServer(ctx context.Context, client kubernetes.Interface) (string, error) {
+	cm, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading kube-public/cluster-info: %w", err)
+	}
+	server, _, err := parseClusterInfo(cm.Data[bootstrapapi.KubeConfigKey])
+	return server, err
+}
+
+// noToken ends an error about the seed's content before a token is made.
+const noToken = "\nno token was made (a seed disc or seed file carries the endpoint, token, CA pins, node name, labels, taints, " +
+	"timeouts and hosts entries giving the API server's address to its own names; give the other settings to the image, or write them with --output " +
+	"and pass that file to the joiner with --config)"
+
 // CheckSeed refuses a configuration the joiner would refuse from a seed,
 // disc or file (config.SeedKeys): such a seed is no use, so say so before
 // a token is made, not at the node's first boot. flag names the output
-// that would carry it.
+// that would carry it. Host names only the cluster's cluster-info can
+// allow are left to CheckSeedHostnames.
 func CheckSeed(flag string, cfg *config.Config) error {
-	data, err := cfg.Marshal()
-	if err != nil {
+	_, err := asSeed(flag, cfg)
+	return err
+}
+
+// CheckSeedHostnames refuses, before a token is made, a seed whose
+// extraHosts give the API server's address a name the joiner would refuse
+// once discovery has verified cluster-info: any name but the host name of
+// the server cluster-info names (the image's own names are the node's to
+// accept). It reads cluster-info only when the seed has such names.
+func CheckSeedHostnames(ctx context.Context, client kubernetes.Interface, flag string, cfg *config.Config) error {
+	seed, err := asSeed(flag, cfg)
+	if err != nil || len(seed.HeldSeedHostnames()) == 0 {
 		return err
 	}
-	if err := config.New().MergeSeed(flag, data); err != nil {
-		return fmt.Errorf("%w\nno token was made (a seed disc or seed file carries the endpoint, token, CA pins, node name, labels, taints, "+
-			"timeouts and hosts entries for the API server's address; give the other settings to the image, or write them with --output "+
-			"and pass that file to the joiner with --config)", err)
+	server, err := ClusterInfoServer(ctx, client)
+	if err != nil {
+		return fmt.Errorf("%s: extraHosts: checking the names against the API server cluster-info names: %w", flag, err)
+	}
+	if err := seed.CheckSeedHostnames(server); err != nil {
+		return fmt.Errorf("%w%s", err, noToken)
 	}
 	return nil
+}
+
+func asSeed(flag string, cfg *config.Config) (*config.Config, error) {
+	data, err := cfg.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	seed := config.New()
+	if err := seed.MergeSeed(flag, data); err != nil {
+		return nil, fmt.Errorf("%w%s", err, noToken)
+	}
+	return seed, nil
 }
 
 // WriteSeed writes cfg as joiner.yaml on an ISO 9660 disc labelled

@@ -199,3 +199,33 @@ func TestCreateManySharedToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.WithinDuration(t, time.Now().Add(48*time.Hour), bt.Expires.Time, time.Minute, "the ttl asked for")
 }
+
+// A seed's hosts entry for the name cluster-info uses (kind's
+// kind-control-plane) is what the joiner accepts once discovery has
+// verified cluster-info; any other name is refused before a token is made.
+// Without such names cluster-info is not read.
+func TestCheckSeedHostnamesAgainstClusterInfo(t *testing.T) {
+	ca := jointest.NewCA(t)
+	seed := func(name string) *config.Config {
+		cfg := config.New()
+		cfg.APIServerEndpoint = "192.168.150.1:6443"
+		cfg.ExtraHosts = []corev1.HostAlias{{IP: "192.168.150.1", Hostnames: []string{name}}}
+		return cfg
+	}
+	c := fake.NewClientset(jointest.ClusterInfo(t, ca, "https://kind-control-plane:6443"))
+	require.NoError(t, token.CheckSeedHostnames(context.Background(), c, "--seed-iso", seed("kind-control-plane")))
+
+	err := token.CheckSeedHostnames(context.Background(), c, "--seed-iso", seed("registry.k8s.io"))
+	require.ErrorIs(t, err, config.ErrImageOnly)
+	assert.Contains(t, err.Error(), `--seed-iso: extraHosts[0].hostnames[0]: "registry.k8s.io" is neither`)
+	assert.Contains(t, err.Error(), "verified against the CA pin (kind-control-plane)")
+	assert.Contains(t, err.Error(), "no token was made")
+
+	empty := fake.NewClientset()
+	noHosts := seed("x")
+	noHosts.ExtraHosts = nil
+	require.NoError(t, token.CheckSeedHostnames(context.Background(), empty, "--seed-iso", noHosts))
+	assert.Empty(t, empty.Actions(), "nothing to check: cluster-info is not read")
+	err = token.CheckSeedHostnames(context.Background(), empty, "--seed-iso", seed("kind-control-plane"))
+	assert.ErrorContains(t, err, "--seed-iso: extraHosts: checking the names against the API server cluster-info names: reading kube-public/cluster-info")
+}
