@@ -97,6 +97,14 @@ type Windows struct {
 	// AtSysprep is what the image holds when a sysprep step's script
 	// starts sysprep.exe: nil until then.
 	AtSysprep *WindowsImage
+
+	// ACLs are the objects' own ACLs (windows_acl.go), by aclKey; Links
+	// the objects that are links; Owners the objects' owners where not
+	// Administrators.
+	ACLs   map[string]*ACL
+	Links  map[string]bool
+	Owners map[string]string
+	names  map[string]string // how the guest spells an object, by aclKey
 }
 
 // WindowsImage is what the guest holds when sysprep runs, which every
@@ -285,10 +293,10 @@ var windowsSteps = map[string]func(g *Windows, step, script string) (string, int
 }
 
 // step plays a step that succeeds unless Exit says otherwise, printing
-// Output; containers-feature asks for a restart when NeedsRestart, before
-// the first one.
-func (g *Windows) step(step, _ string) (string, int) {
-	out := "changed: did " + step + "\r\n" + g.Output[step]
+// Output, after the ACLs its script sets; containers-feature asks for a
+// restart when NeedsRestart, before the first one.
+func (g *Windows) step(step, script string) (string, int) {
+	out := "changed: did " + step + "\r\n" + g.playACLs(script) + g.Output[step]
 	if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
 		out += "kubenode-bake: restart required\r\n"
 	}

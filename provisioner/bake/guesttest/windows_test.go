@@ -88,3 +88,41 @@ func TestWindowsPlaysFirstBootPrepare(t *testing.T) {
 	assert.NotContains(t, g.Files, "C:/Windows/Setup/Scripts/SetupComplete.cmd")
 	assert.Equal(t, "mkdir", g.Log[len(g.Log)-1])
 }
+
+// The double's ACL model hands entries down as Windows does: OI to files,
+// CI to folders, IO only below, NP one level; CREATOR OWNER reaches the
+// owner; a deny entry wins over an allow entry; a protected ACL takes
+// nothing from above. What it cannot read, it refuses.
+func TestWindowsACLModel(t *testing.T) {
+	g := NewWindows()
+	g.SetACL(`C:\top`, ParseSDDL("D:PAI(A;OICI;FA;;;SY)(A;CINP;0x4;;;BU)(A;OIIO;0x2;;;BU)(A;OICIIO;FA;;;CO)(D;OICI;0x2;;;S-1-5-21-9)(A;OICI;0x3;;;S-1-5-21-9)"))
+	assert.Equal(t, uint32(0x4), g.Granted(`C:\top\a`, true, SIDSystem, 0x6, SIDUsers), "CI NP reaches the folder below")
+	assert.Zero(t, g.Granted(`C:\top\a\b`, true, SIDSystem, 0x4, SIDUsers), "and no further")
+	assert.Zero(t, g.Granted(`C:\top`, true, SIDSystem, 0x2, SIDUsers), "IO: not where it is set")
+	assert.Equal(t, uint32(0x2), g.Granted(`C:\top\a\f.txt`, false, SIDSystem, 0x2, SIDUsers), "OI reaches files at any depth")
+	assert.Equal(t, uint32(FileFullControl), g.Granted(`C:\top\a\f.txt`, false, "S-1-5-21-7", FileFullControl, "S-1-5-21-7"), "CREATOR OWNER: the owner")
+	assert.Zero(t, g.Granted(`C:\top\a\f.txt`, false, SIDSystem, FileFullControl, "S-1-5-21-7"))
+	assert.Equal(t, uint32(0x1), g.Granted(`C:\top\f.txt`, false, SIDSystem, 0x3, "S-1-5-21-9"), "deny first")
+
+	g.SetACL(`C:\top\private`, ParseSDDL("D:PAI(A;OICI;FA;;;BA)"))
+	assert.Zero(t, g.Granted(`C:\top\private\f.txt`, false, SIDAdministrators, FileFullControl, SIDSystem), "protected")
+	// A moved file keeps what it inherited where it was.
+	g.SetACL(`C:\top\moved.txt`, ParseSDDL("D:AI(A;ID;FA;;;WD)"))
+	assert.Equal(t, uint32(FileFullControl), g.Granted(`C:\top\moved.txt`, false, SIDSystem, FileFullControl, SIDEveryone))
+	assert.Zero(t, g.Granted(`C:\top\moved.txt`, false, SIDSystem, FileFullControl, SIDSystem))
+
+	for _, bad := range []string{"O:BAD:P(A;;FA;;;SY)", "D:P(A;OICI;FA;;;SY)junk", "D:P(A;XX;FA;;;SY)", "D:P(A;;RW;;;SY)", "D:P(A;;FA;;;XY)", "D:P(U;;FA;;;SY)"} {
+		assert.Panics(t, func() { ParseSDDL(bad) }, bad)
+	}
+}
+
+// A script that sets ACLs with functions the double cannot read in it
+// fails the test instead of being played as something else.
+func TestWindowsRefusesACLFunctionsItCannotRead(t *testing.T) {
+	g := NewWindows()
+	script := "Set-KubenodeDirectoryAcl -Path 'C:\\k' -Sddl 'D:PAI(A;OICI;FA;;;SY)' -Says 'x' -Skip @()\r\n"
+	require.NoError(t, g.Upload("C:/Windows/Temp/kubenode/10-permissions.ps1", strings.NewReader(script), nil))
+	assert.Panics(t, func() {
+		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: `powershell.exe -File "C:\Windows\Temp\kubenode\10-permissions.ps1"`})
+	})
+}
