@@ -290,11 +290,12 @@ func joiner(p Plan) ([]byte, error) {
 		return nil, err
 	}
 	return renderStep(stepJoiner, struct {
-		Source, Path, Dir, Config, ConfigContent string
-		Service                                  serviceSpec
-		FailureActions                           []string
+		Source, Path, Config, ConfigContent string
+		Lock                                dirACLCall
+		Service                             serviceSpec
+		FailureActions                      []string
 	}{
-		Source: p.Staging + `\` + p.Files.Joiner, Path: units.WindowsJoinerPath, Dir: joinerDir,
+		Source: p.Staging + `\` + p.Files.Joiner, Path: units.WindowsJoinerPath, Lock: newDirACLCall(joinerDirLock, p.lockedDirs()),
 		Config: joinerConf, ConfigContent: string(conf),
 		Service: svc, FailureActions: joinerFailureActions,
 	}), nil

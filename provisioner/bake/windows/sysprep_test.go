@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -191,32 +190,6 @@ func TestWindowsFirstBootRemovesTheAnswerFiles(t *testing.T) {
 	assert.NotContains(t, strings.ReplaceAll(cmd, "\r\n", ""), "\n", "CRLF line ends")
 }
 
-func TestWindowsPermissionsCoverEveryFolder(t *testing.T) {
-	p := basePlan(t)
-	script := stepScript(t, p, stepPermissions)
-	dirs := p.lockedDirs()
-	var paths []string
-	for _, d := range dirs {
-		paths = append(paths, d.Path)
-		assert.Contains(t, script, "Set-KubenodePrivateAcl -Path '"+d.Path+"'", d.Path)
-	}
-	for _, want := range []string{`C:\k`, `C:\opt\cni\bin`, `C:\etc\cni\net.d`, `C:\etc\kubernetes`, `C:\var\lib\kubelet`, `C:\var\log\kubelet`, `C:\ProgramData\kubenode`, `C:\Program Files\containerd`} {
-		assert.Contains(t, paths, want)
-	}
-	// Only SYSTEM and Administrators get more than read and execute.
-	grants := regexp.MustCompile(`\*S-1-5-[0-9-]+:\(OI\)\(CI\)[A-Z]+`).FindAllString(script, -1)
-	require.NotEmpty(t, grants)
-	for _, g := range grants {
-		if !strings.HasPrefix(g, "*S-1-5-18:") && !strings.HasPrefix(g, "*S-1-5-32-544:") {
-			assert.True(t, strings.HasSuffix(g, ":(OI)(CI)RX"), g)
-		}
-	}
-	assert.Contains(t, script, "'/inheritance:r'")
-
-	p.InstallJoiner = false
-	assert.False(t, slices.ContainsFunc(p.lockedDirs(), func(d lockedDir) bool { return d.Path == joinerDir }))
-}
-
 // Sysprep is the last command: once it returns, the closer removes WinRM
 // and powers Windows off (and on a dropped connection it is going down
 // already), so the joiner's version is asked before it.
@@ -261,29 +234,6 @@ func TestKubeletAndContainerdRestartOnFailure(t *testing.T) {
 	assert.Less(t, strings.Index(kubelet, "sc.exe create kubelet"), strings.Index(kubelet, "sc.exe failure kubelet"))
 	containerd := stepScript(t, p, "containerd")
 	assert.Less(t, strings.Index(containerd, "--register-service"), strings.Index(containerd, "sc.exe failure containerd"))
-}
-
-// Every Pod volume lives under C:\var\lib\kubelet: Users (ContainerUser
-// included) read it; the node's keys in its pki folder stay SYSTEM's and
-// Administrators', locked after their parent.
-func TestPodVolumesReadableByContainerUser(t *testing.T) {
-	script := stepScript(t, basePlan(t), stepPermissions)
-	users := "'*" + sidUsers + ":(OI)(CI)RX'"
-	kubelet := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet' -Grants @\(.*?\r\n\)`).FindString(script)
-	require.NotEmpty(t, kubelet)
-	assert.Contains(t, kubelet, users)
-	pki := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path 'C:\\var\\lib\\kubelet\\pki' -Grants @\(.*?\r\n\)`).FindString(script)
-	require.NotEmpty(t, pki)
-	assert.NotContains(t, pki, sidUsers)
-	assert.Less(t, strings.Index(script, kubelet), strings.Index(script, pki))
-	// Binaries and configuration stay writable by SYSTEM and Administrators only.
-	for _, d := range []string{`C:\etc\kubernetes`, `C:\ProgramData\kubenode`} {
-		block := regexp.MustCompile(`(?s)Set-KubenodePrivateAcl -Path '` + regexp.QuoteMeta(d) + `' -Grants @\(.*?\r\n\)`).FindString(script)
-		require.NotEmpty(t, block, d)
-		assert.NotContains(t, block, sidUsers, d)
-	}
-	// A folder locked before without a grant it now has is locked again.
-	assert.Contains(t, script, "$missing.Count -eq 0")
 }
 
 // The clone's answer file reaches the guest as an uploaded file, before

@@ -54,15 +54,71 @@ function Invoke-KubenodeNative {
     }
 }
 
-Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kubenode-joiner.exe' -Destination 'C:\k\kubenode-joiner.exe' | Out-Null
-New-KubenodeDirectory -Path 'C:\ProgramData\kubenode'
-# The joiner keeps the join token here while it joins: SYSTEM and Administrators only.
-if ((Get-Acl -LiteralPath 'C:\ProgramData\kubenode').AreAccessRulesProtected) {
-    Write-Host 'ok: C:\ProgramData\kubenode is private to SYSTEM and Administrators'
-} else {
-    Invoke-KubenodeNative -What 'icacls C:\ProgramData\kubenode' -FilePath 'icacls.exe' -Arguments @('C:\ProgramData\kubenode', '/inheritance:r', '/grant', '*S-1-5-18:(OI)(CI)F', '/grant', '*S-1-5-32-544:(OI)(CI)F')
-    Write-Host 'changed: C:\ProgramData\kubenode made private to SYSTEM and Administrators'
+function Get-KubenodeAclRules {
+    param($Security)
+    $rules = foreach ($rule in $Security.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier])) {
+        if ($rule -is [System.Security.AccessControl.RegistryAccessRule]) {
+            $rights = [int]$rule.RegistryRights
+        } else {
+            $rights = [int]$rule.FileSystemRights
+        }
+        '{0} {1:X8} {2} {3} {4} {5}' -f $rule.IdentityReference.Value, $rights, $rule.InheritanceFlags, $rule.PropagationFlags, $rule.AccessControlType, $rule.IsInherited
+    }
+    return ((@($rules) | Sort-Object) -join '; ')
 }
+
+function Test-KubenodeAcl {
+    param($Have, $Want)
+    return ($Have.AreAccessRulesProtected -and ((Get-KubenodeAclRules $Have) -ceq (Get-KubenodeAclRules $Want)))
+}
+
+function Set-KubenodeDirectoryAcl {
+    param([string]$Path, [string]$Sddl, [string]$Says, [string[]]$Skip)
+    New-KubenodeDirectory -Path $Path
+    $want = New-Object -TypeName System.Security.AccessControl.DirectorySecurity
+    $want.SetSecurityDescriptorSddlForm($Sddl, 'Access')
+    if (Test-KubenodeAcl -Have ([System.IO.Directory]::GetAccessControl($Path, 'Access')) -Want $want) {
+        Write-Host "ok: $Path $Says"
+    } else {
+        # Windows hands the inheritable entries down to what is below.
+        [System.IO.Directory]::SetAccessControl($Path, $want)
+        Write-Host "changed: $Path $Says"
+    }
+    $allowed = @{}
+    foreach ($rule in $want.GetAccessRules($true, $false, [System.Security.Principal.SecurityIdentifier])) {
+        $allowed[$rule.IdentityReference.Value] = [long]$allowed[$rule.IdentityReference.Value] -bor [int]$rule.FileSystemRights
+    }
+    $folders = New-Object -TypeName 'System.Collections.Generic.Queue[string]'
+    $folders.Enqueue($Path)
+    while ($folders.Count -gt 0) {
+        foreach ($item in @(Get-ChildItem -LiteralPath $folders.Dequeue() -Force)) {
+            if (($Skip -contains $item.FullName) -or ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint)) {
+                continue
+            }
+            $acl = $item.GetAccessControl('Access, Owner')
+            $owner = $acl.GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+            $explicit = @($acl.GetAccessRules($true, $false, [System.Security.Principal.SecurityIdentifier]))
+            $stray = @($acl.GetAccessRules($false, $true, [System.Security.Principal.SecurityIdentifier]) | Where-Object {
+                $mask = [long]$allowed[$_.IdentityReference.Value]
+                if ($_.IdentityReference.Value -eq $owner) {
+                    $mask = $mask -bor [long]$allowed['S-1-3-0']
+                }
+                ([long][int]$_.FileSystemRights -band -bnot $mask) -ne 0
+            })
+            if ($acl.AreAccessRulesProtected -or $explicit.Count -gt 0 -or $stray.Count -gt 0) {
+                Invoke-KubenodeNative -What ('icacls ' + $item.FullName + ' /reset') -FilePath 'icacls.exe' -Arguments @($item.FullName, '/reset')
+                Write-Host ('changed: ' + $item.FullName + ' takes its ACL from ' + $Path)
+            }
+            if ($item.PSIsContainer) {
+                $folders.Enqueue($item.FullName)
+            }
+        }
+    }
+}
+
+Copy-KubenodeFile -Source 'C:\Windows\Temp\kubenode\kubenode-joiner.exe' -Destination 'C:\k\kubenode-joiner.exe' | Out-Null
+# The joiner keeps the join token here while it joins.
+Set-KubenodeDirectoryAcl -Path 'C:\ProgramData\kubenode' -Sddl 'D:PAI(A;OICI;0x1f01ff;;;S-1-5-18)(A;OICI;0x1f01ff;;;S-1-5-32-544)' -Says 'is readable and writable by SYSTEM and Administrators only' -Skip @()
 Set-KubenodeFile -Path 'C:\ProgramData\kubenode\joiner.yaml' -Content 'apiVersion: joiner.kubenode.io/v1alpha1
 criSocket: npipe:////./pipe/containerd-containerd
 kind: JoinerConfiguration
