@@ -44,7 +44,7 @@ var cloneChecks = map[string]struct{ linux, windows []string }{
 	},
 	"proxy": {
 		linux:   []string{"put '/etc/systemd/system/containerd.service.d/http-proxy.conf' 0600 ", "rm -f /etc/apt/apt.conf.d/90curtin-aptproxy", "rm -f /etc/apt/apt.conf.d/90cloud-init-aptproxy", "/Id' /etc/apt/apt.conf"},
-		windows: []string{"New-ItemProperty -LiteralPath $key -Name 'Environment' -PropertyType MultiString"},
+		windows: []string{"New-ItemProperty -LiteralPath $key -Name 'Environment' -PropertyType MultiString", `Set-KubenodeMachineKeyAcl -Key 'SYSTEM\CurrentControlSet\Services\containerd' -Sddl 'D:PAI(A;CI;0xf003f;;;S-1-5-18)(A;CI;0xf003f;;;S-1-5-32-544)'`},
 	},
 	"joiner-config": {
 		linux:   []string{"put '/etc/kubenode/joiner.yaml' 0600 "},

@@ -8,8 +8,9 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
 
-// The access control lists the bake sets: each folder it locks, with the
-// entries each gets. Every step that sets an ACL takes it from here; the guest
+// The access control lists the bake sets: each folder it locks and the
+// registry key holding the proxy's credentials, with the entries each
+// gets. Every step that sets an ACL takes it from here; the guest
 // functions that set and check them are in scripts/common.
 
 // Well-known SIDs, independent of the system's language.
@@ -30,6 +31,7 @@ const (
 	// file in it (icacls WD) and a folder in it (icacls AD).
 	fileAddFile         = 0x2
 	fileAddSubdirectory = 0x4
+	keyAllAccess        = 0xF003F // KEY_ALL_ACCESS
 )
 
 // aceFlags are an ACE's inheritance flags in SDDL's spelling: OI (files
@@ -92,6 +94,14 @@ var (
 			{sidCreatorOwner, fileFullControl, "OICIIO"},
 		}),
 	}
+	// aclKeyPrivate: a registry key only SYSTEM and Administrators read.
+	aclKeyPrivate = acl{
+		Says: "is readable by SYSTEM and Administrators only",
+		Entries: []ace{
+			{sidSystem, keyAllAccess, "CI"},
+			{sidAdministrators, keyAllAccess, "CI"},
+		},
+	}
 )
 
 // Folders of the kubelet's root directory (--root-dir) that the table
@@ -144,11 +154,21 @@ func (p Plan) lockedDirs() []lockedDir {
 // joins. The joiner's step locks it before it writes the configuration.
 var joinerDirLock = lockedDir{joinerDir, aclPrivate}
 
+// containerdServiceKey is containerd's service key, whose Environment
+// value holds the proxy's credentials; a service's key is readable by
+// Users otherwise. The containerd step locks it before it writes them.
+const containerdServiceKey = `SYSTEM\CurrentControlSet\Services\` + units.ContainerdServiceName
+
 // dirACLCall is one Set-KubenodeDirectoryAcl call: Skip are the locked
 // folders below Path, which have ACLs of their own.
 type dirACLCall struct {
 	Path, SDDL, Says string
 	Skip             []string
+}
+
+// keyACLCall is one Set-KubenodeMachineKeyAcl call, Key under HKLM.
+type keyACLCall struct {
+	Key, SDDL, Says string
 }
 
 func newDirACLCall(d lockedDir, all []lockedDir) dirACLCall {
@@ -159,6 +179,10 @@ func newDirACLCall(d lockedDir, all []lockedDir) dirACLCall {
 		}
 	}
 	return c
+}
+
+func newKeyACLCall(key string, a acl) keyACLCall {
+	return keyACLCall{Key: key, SDDL: a.SDDL(), Says: a.Says}
 }
 
 // permissionsInput is what permissions.ps1.tmpl prints.

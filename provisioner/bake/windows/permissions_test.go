@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/guesttest"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/remote"
 )
 
@@ -138,6 +139,31 @@ func TestPermissionsResetWhatIsBelow(t *testing.T) {
 	assert.NotNil(t, g.ACLOf(volume), "a link is not changed")
 
 	assert.Empty(t, changes(playStep(t, g, p, stepPermissions)), "a second run changes nothing")
+}
+
+// The proxy's credentials, in containerd's service environment, are
+// readable by SYSTEM and Administrators only, as the Linux drop-in is
+// mode 0600: the key is locked before they are written.
+func TestProxyCredentialsReadableBySystemAndAdministratorsOnly(t *testing.T) {
+	const key = `HKLM:\` + containerdServiceKey
+	fresh := guesttest.NewWindows()
+	require.NotZero(t, fresh.Granted(key, true, guesttest.SIDAdministrators, guesttest.KeyQueryValue, guesttest.SIDUsers), "a service's key is readable by Users")
+
+	g := guesttest.NewWindows()
+	p := basePlan(t)
+	p.Proxy = node.Proxy{HTTPS: "http://user:secret@proxy.example:3128"}
+	require.NoError(t, runErr(g, guesttest.NewUI(), p, realUploads(t, p)))
+	assert.Zero(t, g.Granted(key, true, guesttest.SIDAdministrators, guesttest.KeyQueryValue, guesttest.ContainerUser...))
+	assert.Zero(t, g.Granted(key, true, guesttest.SIDAdministrators, guesttest.KeyQueryValue, guesttest.SIDUsers, guesttest.SIDAuthenticated, guesttest.SIDEveryone))
+	for _, sid := range []string{guesttest.SIDSystem, guesttest.SIDAdministrators} {
+		assert.NotZero(t, g.Granted(key, true, guesttest.SIDAdministrators, guesttest.KeyQueryValue, sid), sid)
+	}
+
+	script := stepScript(t, p, stepContainerd)
+	lock := strings.Index(script, "Set-KubenodeMachineKeyAcl -Key '"+containerdServiceKey+"'")
+	require.Positive(t, lock)
+	assert.Less(t, lock, strings.Index(script, "-Name 'Environment' -PropertyType MultiString"), "locked before the credentials are written")
+	assert.Greater(t, lock, strings.Index(script, "'--register-service'"), "the service's key exists")
 }
 
 // Every folder of what runs as SYSTEM is locked with SYSTEM and

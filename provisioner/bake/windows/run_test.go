@@ -100,8 +100,8 @@ func TestRunWindowsOrderAndRestart(t *testing.T) {
 		"Windows is back, booted at 2026-11-22T10:01:00.0000000Z",
 		"kubenode-bake [registry]",
 		"changed: did cleanup",
-		// The steps, the joiner's folder and the 9 folders of the permissions step.
-		"Windows baked, 23 changes; sysprep generalizes it and powers it off",
+		// The steps, containerd's key, the joiner's folder and the 9 folders of the permissions step.
+		"Windows baked, 24 changes; sysprep generalizes it and powers it off",
 		"changed: did sysprep",
 	} {
 		assert.Contains(t, out, want)

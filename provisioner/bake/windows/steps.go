@@ -170,6 +170,7 @@ func containerd(p Plan) []byte {
 		Config                       string
 		Registry                     registryHosts
 		Environment                  []string
+		ServiceKey                   keyACLCall
 		Restart                      restartOnFailure
 	}{
 		Version: p.Containerd.Version, ConfigVersion: p.Containerd.ConfigVersion,
@@ -179,6 +180,7 @@ func containerd(p Plan) []byte {
 		Config:      ContainerdConfig(p.Containerd, p.PauseImage),
 		Registry:    newRegistryHosts(p.RegistryHosts),
 		Environment: proxyEnv(p.Proxy),
+		ServiceKey:  newKeyACLCall(containerdServiceKey, aclKeyPrivate),
 		Restart:     newRestartOnFailure(units.ContainerdServiceName),
 	})
 }

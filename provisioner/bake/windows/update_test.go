@@ -118,7 +118,7 @@ func TestRunWindowsUpdateRounds(t *testing.T) {
 		"Windows Update round 4: nothing left to install; 6 updates installed in all",
 		"changed: installed KB5002",
 		"kubenode-bake [windows-update] round 2",
-		"Windows baked, 26 changes", // 6 updates, the steps and 9 locked folders
+		"Windows baked, 27 changes", // 6 updates, the steps, containerd's key and 9 locked folders
 	} {
 		assert.Contains(t, out, want)
 	}

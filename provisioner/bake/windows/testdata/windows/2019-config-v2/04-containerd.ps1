@@ -69,6 +69,44 @@ function Add-KubenodeMachinePath {
     }
 }
 
+function Get-KubenodeAclRules {
+    param($Security)
+    $rules = foreach ($rule in $Security.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier])) {
+        if ($rule -is [System.Security.AccessControl.RegistryAccessRule]) {
+            $rights = [int]$rule.RegistryRights
+        } else {
+            $rights = [int]$rule.FileSystemRights
+        }
+        '{0} {1:X8} {2} {3} {4} {5}' -f $rule.IdentityReference.Value, $rights, $rule.InheritanceFlags, $rule.PropagationFlags, $rule.AccessControlType, $rule.IsInherited
+    }
+    return ((@($rules) | Sort-Object) -join '; ')
+}
+
+function Test-KubenodeAcl {
+    param($Have, $Want)
+    return ($Have.AreAccessRulesProtected -and ((Get-KubenodeAclRules $Have) -ceq (Get-KubenodeAclRules $Want)))
+}
+
+function Set-KubenodeMachineKeyAcl {
+    param([string]$Key, [string]$Sddl, [string]$Says)
+    $want = New-Object -TypeName System.Security.AccessControl.RegistrySecurity
+    $want.SetSecurityDescriptorSddlForm($Sddl, 'Access')
+    $handle = [Microsoft.Win32.Registry]::LocalMachine.OpenSubKey($Key, [Microsoft.Win32.RegistryKeyPermissionCheck]::ReadWriteSubTree, [System.Security.AccessControl.RegistryRights]'ReadPermissions, ChangePermissions')
+    if ($null -eq $handle) {
+        throw "HKLM:\$Key does not exist"
+    }
+    try {
+        if (Test-KubenodeAcl -Have ($handle.GetAccessControl('Access')) -Want $want) {
+            Write-Host "ok: HKLM:\$Key $Says"
+        } else {
+            $handle.SetAccessControl($want)
+            Write-Host "changed: HKLM:\$Key $Says"
+        }
+    } finally {
+        $handle.Close()
+    }
+}
+
 $dir = 'C:\Program Files\containerd'
 $unpacked = 'C:\Windows\Temp\kubenode\containerd'
 New-KubenodeDirectory -Path 'C:\Program Files\containerd'
@@ -151,7 +189,9 @@ if (-not $service) {
 } else {
     Write-Host 'ok: containerd service registered'
 }
-# The proxy reaches containerd through its service environment (REG_MULTI_SZ).
+# The proxy reaches containerd through its service environment (REG_MULTI_SZ), with
+# its credentials: the service's key, which Users could read, is locked first.
+Set-KubenodeMachineKeyAcl -Key 'SYSTEM\CurrentControlSet\Services\containerd' -Sddl 'D:PAI(A;CI;0xf003f;;;S-1-5-18)(A;CI;0xf003f;;;S-1-5-32-544)' -Says 'is readable by SYSTEM and Administrators only'
 $key = 'HKLM:\SYSTEM\CurrentControlSet\Services\containerd'
 $want = [string[]]@(
     'HTTP_PROXY=http://proxy.example:3128'
