@@ -317,12 +317,15 @@ type aclScript struct {
 	// walk's condition finds, per resets, a protected ACL, an entry of its
 	// own or a stray inherited entry; skips and links: it leaves the
 	// folders of -Skip and links alone.
-	walks         bool
-	resets        map[string]bool
-	skips, links  bool
-	dirCalls      [][]string // path, sddl, says, then the skip list
-	keyCalls      [][]string // key, sddl, says
-	callsWithout  bool       // a call whose function the script does not define
+	walks        bool
+	resets       map[string]bool
+	skips, links bool
+	dirCalls     [][]string // path, sddl, says, then the skip list
+	keyCalls     [][]string // key, sddl, says
+	// callsWithout: a call whose function, or whose check
+	// (definesChecks: Test-KubenodeAcl compares Get-KubenodeAclRules'
+	// lists), the script does not define as the double reads it.
+	callsWithout  bool
 	definesChecks bool
 }
 
