@@ -26,10 +26,10 @@ func TestProvisionLinuxSelfCheckFailureListsEveryProblem(t *testing.T) {
 	}
 	var p Provisioner
 	require.NoError(t, p.Prepare(map[string]any{
-		"guest_os_type": "linux", "containerd_source": "package", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
 		"install_joiner": false, "generalize": false, "install_crictl": false,
 	}))
-	g := &guesttest.Linux{Fail: map[string]string{node.StepSelfCheck: "ok: containerd enabled\n" +
+	g := &guesttest.Linux{Commands: ubuntuContainerd, Fail: map[string]string{node.StepSelfCheck: "ok: containerd enabled\n" +
 		"problem: kubelet is not enabled to start at boot (systemctl is-enabled: disabled)\n" +
 		"problem: image docker.io/library/busybox:latest is not in containerd (ctr -n k8s.io images ls)\n" +
 		"self-check: 2 problems\n"}}
@@ -51,7 +51,7 @@ func TestProvisionLinuxSelfCheckFailureListsEveryProblem(t *testing.T) {
 	assert.Contains(t, ui.Out.String(), "install_crictl = false: crictl is not installed; the self-check asks containerd with `ctr version`")
 
 	// Another step's failure is not a self-check's.
-	g = &guesttest.Linux{Fail: map[string]string{"kernel": "problem: looks like one\n"}}
+	g = &guesttest.Linux{Commands: ubuntuContainerd, Fail: map[string]string{"kernel": "problem: looks like one\n"}}
 	err = p.Provision(context.Background(), guesttest.NewUI(), g, nil)
 	require.Error(t, err)
 	assert.False(t, errors.As(err, &sc))

@@ -441,7 +441,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloads()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
+	c.warnings = slices.Concat(c.versionWarnings(), c.packageWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}

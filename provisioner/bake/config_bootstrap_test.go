@@ -152,7 +152,7 @@ func TestProvisionLinuxClusterAPI(t *testing.T) {
 	}
 	var p Provisioner
 	require.NoError(t, p.Prepare(map[string]any{
-		"guest_os_type": "linux", "containerd_source": "package", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
 		"generalize": false, "install_crictl": false, "bootstrap": "cluster-api", "packer_build_name": "capi",
 	}))
 	plan, arts, err := p.config.linuxPlan()
@@ -163,7 +163,7 @@ func TestProvisionLinuxClusterAPI(t *testing.T) {
 		assert.NotEqual(t, versions.ArtifactJoiner, a.Name)
 	}
 	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
-	g := &guesttest.Linux{}
+	g := &guesttest.Linux{Commands: ubuntuContainerd}
 	ui := guesttest.NewUI()
 	require.NoError(t, p.Provision(context.Background(), ui, g, nil))
 	assert.Equal(t, []string{"settle", "verify-artifacts", "prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "cluster-api", "self-check", "cleanup"}, g.Steps)

@@ -199,7 +199,7 @@ func TestPrepareAcceptsKubernetes136(t *testing.T) {
 	var old Config
 	err = old.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.36.0", "containerd_version": "1.7.27"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "containerd_version: containerd 1.7.27 is not recommended for Kubernetes v1.36 (config version 2); use a release of 2.0, 2.1, 2.2, 2.3")
+	assert.Contains(t, err.Error(), "containerd_version 1.7.27 with kubernetes_version v1.36.0: containerd's Kubernetes support matrix does not list containerd 1.7.27 for Kubernetes v1.36 (it lists 2.3.0+, 2.2.0+)")
 }
 
 // allow_unlisted_version lets releases of minors the table lacks through
@@ -299,34 +299,47 @@ func TestPrepareRefusesWhatWindowsCannotDo(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 
 			// The same value is fine for Linux, and for a guest whose OS is
-			// asked at build time (the Windows flow refuses it then).
+			// asked at build time (the Windows flow refuses it then), with
+			// a Kubernetes release a distribution's containerd serves.
 			for _, guest := range []string{"linux", ""} {
 				var c Config
-				require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, tc.key: tc.value}), "guest_os_type=%q", guest)
+				require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, tc.key: tc.value, "kubernetes_version": "v1.36.0"}),
+					"guest_os_type=%q", guest)
 			}
 		})
 	}
 }
 
-// A containerd the Kubernetes minor's row does not list (as containerd's
-// matrix lists only 2.x from v1.36) is refused, naming the minors to use.
+// A containerd release the matrix lists but whose config version the
+// minor's row does not take (rows that disagree) is refused, naming only
+// the listed releases whose config version it takes.
 func TestPrepareRefusesAContainerdTheMinorDoesNotTake(t *testing.T) {
 	saved := versions.KubernetesMinors
 	t.Cleanup(func() { versions.KubernetesMinors = saved })
 	versions.KubernetesMinors = slices.Clone(saved)
 	newest := &versions.KubernetesMinors[len(versions.KubernetesMinors)-1]
 	newest.ContainerdConfigVersions = []int{3}
+	newest.Containerd = []string{"2.4.0", "1.7.20"}
 	v := newest.Minor + ".1"
 
 	var c Config
 	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "1.7.27"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "containerd_version: containerd 1.7.27 is not recommended for Kubernetes "+newest.Minor+" (config version 2); use a release of 2.0, 2.1, 2.2")
-	var pkg Config
-	require.NoError(t, pkg.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "1.7.27", "containerd_source": "package"}),
-		"the distribution's containerd is known on the guest only")
+	assert.Contains(t, err.Error(), "containerd_version: containerd 1.7.27 is not recommended for Kubernetes "+newest.Minor+" (config version 2); use one of 2.4.0+")
 	var ok Config
-	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": newest.Containerd[0]}))
+	require.NoError(t, ok.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": v, "containerd_version": "2.4.2"}))
+}
+
+// v1.36 with containerd 1.7: one error, containerd's matrix, suggesting
+// only the releases it lists for v1.36.
+func TestPrepareSuggestsOnlyTheMatrixReleases(t *testing.T) {
+	var c Config
+	err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.36.0", "containerd_version": "1.7.28"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "containerd_version 1.7.28 with kubernetes_version v1.36.0: containerd's Kubernetes support matrix does not list containerd 1.7.28 for Kubernetes v1.36 (it lists 2.3.0+, 2.2.0+)")
+	for _, not := range []string{"2.0.", "2.1.", "2.4.", "config version"} {
+		assert.NotContains(t, err.Error(), not)
+	}
 }
 
 // `packer validate` holds a tarball containerd to containerd's Kubernetes
@@ -347,6 +360,7 @@ func TestPrepareHoldsContainerdToItsMatrix(t *testing.T) {
 		{"v1.37.2", "2.0.7", false},
 		{"v1.36.0", "2.4.2", true}, // newer than every minor listed
 		{"v1.36.0", "2.2.0", true},
+		{"v1.36.0", "2.1.4", false}, // older than every minor listed
 		{"v1.35.4", "2.1.4", false}, // below 2.1.5+
 		{"v1.35.4", "2.1.5", true},
 		{"v1.34.3", "1.7.27", false}, // below 1.7.28+
@@ -367,9 +381,26 @@ func TestPrepareHoldsContainerdToItsMatrix(t *testing.T) {
 				" (it lists "+strings.Join(k.Containerd, "+, ")+"+); set containerd_version to one of those")
 		}
 	}
-	var pkg Config
-	require.NoError(t, pkg.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "kubernetes_version": "v1.37.2", "containerd_version": "2.2.9", "containerd_source": "package"}),
-		"the distribution's containerd is known on the guest only")
+}
+
+// The package path: refused at packer validate where no distribution the
+// table knows packages a containerd the matrix lists for the minor (v1.37:
+// 2.4.0+, 2.3.0+), naming kubernetes_version and containerd_source;
+// elsewhere the guest's containerd is checked once installed.
+func TestPrepareHoldsThePackagedContainerdToItsMatrix(t *testing.T) {
+	for _, guest := range []string{"linux", ""} {
+		var c Config
+		err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": "v1.37.2", "containerd_source": "package"})
+		require.Error(t, err, "guest_os_type %q", guest)
+		assert.Contains(t, err.Error(), `containerd_source = "package" with kubernetes_version v1.37.2: containerd's Kubernetes support matrix lists 2.4.0+, 2.3.0+ for Kubernetes v1.37, `+
+			`and no distribution kubenode-bake knows packages one (Debian 12: 1.6.20; Ubuntu 24.04: 2.2.1; Rocky Linux 9: no containerd package); `+
+			`set containerd_source = "tarball" and containerd_version to a release it lists (the default, 2.3.7, is one)`)
+		assert.NotContains(t, err.Error(), "containerd_version 2.3.7", "containerd_version is not what the package path installs")
+	}
+	// Ubuntu 24.04's containerd 2.2.1 is in v1.36's matrix: the guest decides.
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "kubernetes_version": "v1.36.0", "containerd_source": "package"}))
+	assert.Contains(t, strings.Join(c.warnings, "\n"), "on Debian 12 (containerd 1.6.20) and Rocky Linux 9 (no containerd package) the bake fails")
 }
 
 func TestPrepareWindowsUpdate(t *testing.T) {

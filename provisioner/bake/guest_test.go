@@ -47,7 +47,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 		{"windows", map[string]any{"hostname_prefix": "lab-"}},
 		{"windows", map[string]any{"pull_kubeadm_images": true}},
 		{"windows", map[string]any{"cni": "bridge"}},
-		{"windows", map[string]any{"containerd_source": "package"}},
+		{"windows", map[string]any{"containerd_source": "package", "kubernetes_version": "v1.36.0"}},
 		{"windows", with(capi, "cloud_init_datasources", []string{"NoCloud"})},
 		{"linux", with(capi, "cloudbase_init_metadata_services", []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"})},
 		{"linux", map[string]any{"windows_update": true}},
@@ -57,7 +57,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 	for _, tc := range cases {
 		var key string
 		for k := range tc.raw {
-			if k != "bootstrap" {
+			if k != "bootstrap" && k != "kubernetes_version" {
 				key = k
 			}
 		}

@@ -110,11 +110,26 @@ func (c *Config) versionWarnings() []string {
 	return ws
 }
 
+// packageWarnings name, for containerd_source = "package", the
+// distributions whose containerd package containerd's matrix does not
+// list for the Kubernetes minor: the bake fails on such a guest.
+func (c *Config) packageWarnings() []string {
+	r := c.releases()
+	if c.ContainerdSource != "package" || c.GuestOS == "windows" || r.errK != nil {
+		return nil
+	}
+	if w, err := versions.CheckPackagedContainerds(r.k8s); err == nil && w != "" {
+		return []string{w}
+	}
+	return nil
+}
+
 // validateVersions reports the versions the table refuses and checks that
-// the releases work together: containerd's config version with the
-// Kubernetes minor (containerd's recommendations), containerd's release
-// with the releases containerd's support matrix lists for the minor, and a kubelet flag the
-// kubelet may no longer have. (The joiner writes its JoinConfiguration in
+// the releases work together: containerd's release with the releases
+// containerd's support matrix lists for the Kubernetes minor (for
+// containerd_source = "package", the distributions' packages), its config
+// version with the minor's, and a kubelet flag the kubelet may no longer
+// have. (The joiner writes its JoinConfiguration in
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
 // the defaults are set.
 func (c *Config) validateVersions() []error {
@@ -129,23 +144,30 @@ func (c *Config) validateVersions() []error {
 	if r.errK != nil {
 		return errs
 	}
-	// containerd_source = "package" installs the distribution's
-	// containerd, whose version is known on the guest only.
-	if r.errC == nil && c.ContainerdSource == "tarball" && !slices.Contains(k8s.ContainerdConfigVersions, ctr.ConfigVersion) {
-		var minors []string
-		for _, r := range versions.ContainerdMinors {
-			if slices.Contains(k8s.ContainerdConfigVersions, r.ConfigVersion) {
-				minors = append(minors, r.Minor)
-			}
-		}
-		errs = append(errs, fmt.Errorf("containerd_version: containerd %s is not recommended for Kubernetes %s (config version %d); use a release of %s",
-			ctr.Version, k8s.Minor, ctr.ConfigVersion, strings.Join(minors, ", ")))
-	}
-	// containerd's own matrix of the releases each Kubernetes minor takes.
-	if r.errC == nil && c.ContainerdSource == "tarball" {
-		if err := versions.CheckContainerd(k8s, ctr); err != nil {
+	switch {
+	case c.ContainerdSource == "package" && c.GuestOS != "windows":
+		// The distribution's containerd: its version is known on the
+		// guest only (linux.Bake checks it there); refused here when no
+		// distribution the table knows packages one the matrix lists.
+		if _, err := versions.CheckPackagedContainerds(k8s); err != nil {
 			errs = append(errs, err)
 		}
+	case r.errC != nil:
+	case versions.CheckContainerd(k8s, ctr) != nil:
+		// containerd's own matrix of the releases each Kubernetes minor
+		// takes; it names only releases the minor takes.
+		errs = append(errs, versions.CheckContainerd(k8s, ctr))
+	case !slices.Contains(k8s.ContainerdConfigVersions, ctr.ConfigVersion):
+		// A release the matrix lists whose config version the minor's row
+		// does not take: the table's rows disagree.
+		var take []string
+		for _, listed := range k8s.Containerd {
+			if m, err := versions.LookupContainerd(listed); err == nil && slices.Contains(k8s.ContainerdConfigVersions, m.ConfigVersion) {
+				take = append(take, listed+"+")
+			}
+		}
+		errs = append(errs, fmt.Errorf("containerd_version: containerd %s is not recommended for Kubernetes %s (config version %d); use one of %s",
+			ctr.Version, k8s.Minor, ctr.ConfigVersion, strings.Join(take, ", ")))
 	}
 	if _, set := c.KubeletExtraArgs[versions.PodInfraContainerImage]; set && !k8s.PodInfraContainerImageFlag {
 		errs = append(errs, fmt.Errorf("kubelet_extra_args[%q]: the kubelet of Kubernetes %s has no such flag and would not start "+

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -12,11 +13,15 @@ import (
 
 // Linux is a communicator double for a Linux guest on which every step
 // succeeds except those in Fail (step name -> output), which exit 1. Steps
-// are the steps run, in order.
+// are the steps run, in order. Commands answers other commands (command ->
+// its output, exit 0), and OSRelease a command that reads
+// /etc/os-release; anything else prints nothing.
 type Linux struct {
-	mu    sync.Mutex
-	Fail  map[string]string
-	Steps []string
+	mu        sync.Mutex
+	Fail      map[string]string
+	Commands  map[string]string
+	OSRelease string
+	Steps     []string
 }
 
 var linuxStepScript = regexp.MustCompile(`sh '/var/tmp/kubenode-bake/\d\d-([a-z-]+)\.sh'$`)
@@ -27,6 +32,10 @@ func (g *Linux) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 	switch m := linuxStepScript.FindStringSubmatch(cmd.Command); {
 	case cmd.Command == "id -u":
 		out = "0\n"
+	case g.Commands[cmd.Command] != "":
+		out = g.Commands[cmd.Command]
+	case g.OSRelease != "" && strings.Contains(cmd.Command, "/etc/os-release"):
+		out = g.OSRelease
 	case m != nil:
 		g.Steps = append(g.Steps, m[1])
 		if o, ok := g.Fail[m[1]]; ok {

@@ -35,6 +35,7 @@ func Artifacts(img node.Image) []versions.Artifact {
 func NewPlan(img node.Image) (Plan, error) {
 	plan := Plan{
 		KubernetesVersion: img.Kubernetes.Version,
+		Kubernetes:        img.Kubernetes,
 		PauseImage:        img.PauseImage,
 		ContainerdSource:  img.ContainerdSource,
 		CNI:               img.CNI,

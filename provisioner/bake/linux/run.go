@@ -85,6 +85,9 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 			images = node.ParseImageListing(out)
 		}
 		changed += strings.Count(out, "changed: ")
+		if s.Name == stepPrerequisites && plan.ContainerdSource == "package" {
+			return checkPackagedContainerd(ctx, ui, r, plan.Kubernetes)
+		}
 		return nil
 	}
 	// The guest settles (cloud-init, the dpkg lock) while nothing of the
@@ -110,6 +113,30 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 		return baked.Record{}, 0, err
 	}
 	return baked.Record{Facts: facts, OS: guest}, changed, nil
+}
+
+// checkPackagedContainerd holds the containerd the distribution's package
+// installed (`containerd --version`) to containerd's Kubernetes support
+// matrix for k, before containerd is configured: packer validate could
+// not know the guest's distribution, and refuses the package path only
+// where no distribution the version table knows would do. The refusal is
+// packer validate's, naming the guest's OS.
+func checkPackagedContainerd(ctx context.Context, ui packersdk.Ui, r *remote.Remote, k versions.KubernetesRelease) error {
+	code, out, err := r.Exec(ctx, "containerd --version")
+	if err != nil || code != 0 {
+		return fmt.Errorf("asking the guest for the version of its packaged containerd (`containerd --version`): exit %d, %v: %s", code, err, strings.TrimSpace(out))
+	}
+	v, err := versions.ContainerdVersionFromOutput(out)
+	if err != nil {
+		return err
+	}
+	// The OS's name is for the message only.
+	guest, _ := askGuestOS(ctx, r)
+	if err := versions.CheckPackagedContainerd(k, v, guest.Name); err != nil {
+		return err
+	}
+	ui.Say(fmt.Sprintf("kubenode-bake: the distribution's containerd %s is one containerd's Kubernetes support matrix lists for Kubernetes %s", v, k.Minor))
+	return nil
 }
 
 // Staging is where artifacts and scripts go on a Linux guest.

@@ -8,12 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
 )
 
 // Plan is everything the Linux scripts are rendered from.
 type Plan struct {
 	KubernetesVersion string
+	// Kubernetes is its row of the version table: with ContainerdSource
+	// "package", the containerd the distribution installed is held to the
+	// row's containerd support matrix once the prerequisites step has run.
+	Kubernetes versions.KubernetesRelease
 	PauseImage        string
 	// ContainerdSource is "tarball" (release tarballs uploaded to Staging)
 	// or "package" (the distribution's packages).
@@ -97,7 +102,7 @@ const (
 func Steps(p Plan) []node.Step {
 	steps := []node.Step{
 		{Name: stepSettle, Script: settle(p)},
-		{Name: "prerequisites", Script: prerequisites(p)},
+		{Name: stepPrerequisites, Script: prerequisites(p)},
 		{Name: node.StepNodeBasics, Script: nodeBasics(p)},
 		{Name: "kernel", Script: kernel()},
 		{Name: "containerd", Script: containerd(p)},
@@ -122,6 +127,10 @@ func Steps(p Plan) []node.Step {
 	}
 	return append(steps, node.Step{Name: "cleanup", Script: cleanup(p)})
 }
+
+// stepPrerequisites installs the distribution's packages the node needs
+// (with ContainerdSource "package", containerd among them).
+const stepPrerequisites = "prerequisites"
 
 // Each step's script is its template, scripts/STEP.sh.tmpl, rendered
 // from the plan or from a small input of its own (the other steps' are
