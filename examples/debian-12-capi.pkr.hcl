@@ -38,7 +38,7 @@ variable "kubernetes_dir" {
 
 variable "install_crictl" {
   type        = bool
-  description = "install crictl from its GitHub release (the lab passes false: it builds from local files only)"
+  description = "install crictl from its GitHub release (or download_mirrors)"
   default     = true
 }
 
@@ -51,6 +51,30 @@ variable "images" {
 variable "kubernetes_version" {
   type    = string
   default = "v1.37.2"
+}
+
+# A containerd release recommended for kubernetes_version (docs/bake.md).
+variable "containerd_version" {
+  type    = string
+  default = "2.3.7"
+}
+
+variable "cni_plugins_version" {
+  type        = string
+  description = "containernetworking/plugins release, vX.Y.Z; null: kubenode-bake's default"
+  default     = null
+}
+
+variable "download_mirrors" {
+  type        = map(string)
+  description = "official download URL prefix -> mirror prefix serving the same layout and checksum files; the lab passes the mirror it serves"
+  default     = {}
+}
+
+variable "trust_http_mirror_checksums" {
+  type        = bool
+  description = "take a plain http:// mirror's checksum files on trust: only for a mirror on a path nobody else is on (the lab's, on 127.0.0.1)"
+  default     = false
 }
 
 variable "output_directory" {
@@ -96,12 +120,18 @@ build {
   sources = ["source.kubenode-libvirt.debian-12-capi"]
 
   provisioner "kubenode-bake" {
-    kubernetes_version = var.kubernetes_version
-    # Debian's containerd, runc and CNI plugins: nothing is downloaded
-    # from release sites.
-    containerd_source = "package"
-    artifacts_dir     = var.kubernetes_dir
-    install_crictl    = var.install_crictl
+    kubernetes_version  = var.kubernetes_version
+    containerd_version  = var.containerd_version
+    cni_plugins_version = var.cni_plugins_version
+    # containerd, runc and the CNI plugins from their release tarballs
+    # (the default), checked against their published checksums: Debian
+    # 12's containerd 1.6 is older than containerd's Kubernetes support
+    # matrix lists for any Kubernetes release the bake installs.
+    containerd_source           = "tarball"
+    download_mirrors            = var.download_mirrors
+    trust_http_mirror_checksums = var.trust_http_mirror_checksums
+    artifacts_dir               = var.kubernetes_dir
+    install_crictl              = var.install_crictl
     dynamic "images" {
       for_each = var.images
       content {

@@ -1,7 +1,9 @@
 # A Debian 12 Kubernetes node image: the lab's image (`make lab`).
 # kubenode-libvirt boots a base disk with cloud-init, kubenode-bake installs
-# containerd, kubelet/kubeadm/kubectl, the bridge CNI and the joiner from
-# local files, and kubenode-export writes a zstd qcow2, its sha256 and a
+# kubelet/kubeadm/kubectl and the joiner from local files, containerd,
+# runc, crictl and the CNI plugins from their release tarballs (the lab
+# serves them from a mirror: download_mirrors) and the bridge CNI config,
+# and kubenode-export writes a zstd qcow2, its sha256 and a
 # manifest of what was baked. On its first boot the image joins the cluster
 # named by a join seed disc (`joiner token --seed-iso`).
 #
@@ -42,7 +44,7 @@ variable "joiner" {
 
 variable "install_crictl" {
   type        = bool
-  description = "install crictl from its GitHub release (the lab passes false: it builds from local files only)"
+  description = "install crictl from its GitHub release (or download_mirrors)"
   default     = true
 }
 
@@ -55,6 +57,30 @@ variable "images" {
 variable "kubernetes_version" {
   type    = string
   default = "v1.37.2"
+}
+
+# A containerd release recommended for kubernetes_version (docs/bake.md).
+variable "containerd_version" {
+  type    = string
+  default = "2.3.7"
+}
+
+variable "cni_plugins_version" {
+  type        = string
+  description = "containernetworking/plugins release, vX.Y.Z; null: kubenode-bake's default"
+  default     = null
+}
+
+variable "download_mirrors" {
+  type        = map(string)
+  description = "official download URL prefix -> mirror prefix serving the same layout and checksum files; the lab passes the mirror it serves"
+  default     = {}
+}
+
+variable "trust_http_mirror_checksums" {
+  type        = bool
+  description = "take a plain http:// mirror's checksum files on trust: only for a mirror on a path nobody else is on (the lab's, on 127.0.0.1)"
+  default     = false
 }
 
 variable "output_directory" {
@@ -100,15 +126,21 @@ build {
   sources = ["source.kubenode-libvirt.debian-12-node"]
 
   provisioner "kubenode-bake" {
-    kubernetes_version = var.kubernetes_version
-    # Debian's containerd, runc and CNI plugins: nothing is downloaded
-    # from release sites.
-    containerd_source = "package"
-    cni               = "bridge"
-    artifacts_dir     = var.kubernetes_dir
-    artifacts         = { joiner = var.joiner }
-    node_labels       = { "kubenode.io/image" = "debian-12-node" }
-    install_crictl    = var.install_crictl
+    kubernetes_version  = var.kubernetes_version
+    containerd_version  = var.containerd_version
+    cni_plugins_version = var.cni_plugins_version
+    # containerd, runc and the CNI plugins from their release tarballs
+    # (the default), checked against their published checksums: Debian
+    # 12's containerd 1.6 is older than containerd's Kubernetes support
+    # matrix lists for any Kubernetes release the bake installs.
+    containerd_source           = "tarball"
+    download_mirrors            = var.download_mirrors
+    trust_http_mirror_checksums = var.trust_http_mirror_checksums
+    cni                         = "bridge"
+    artifacts_dir               = var.kubernetes_dir
+    artifacts                   = { joiner = var.joiner }
+    node_labels                 = { "kubenode.io/image" = "debian-12-node" }
+    install_crictl              = var.install_crictl
     dynamic "images" {
       for_each = var.images
       content {

@@ -1,5 +1,6 @@
 // Command lab is `make lab`: it builds the Debian node image with packer
-// (examples/debian-12-node.pkr.hcl), starts a control plane on 127.0.0.1
+// (examples/debian-12-cloud-node.pkr.hcl, from release files it serves),
+// starts a control plane on 127.0.0.1
 // (or, with -kubeconfig, uses an existing cluster; $KUBECONFIG alone is
 // ignored), makes a join seed per node with
 // `joiner token`, boots -nodes VMs from the image under libvirt, waits for
@@ -38,7 +39,7 @@ func run() int {
 	o := lab.Options{Root: root, Out: os.Stdout}
 	var keep bool
 	var labels string
-	flag.StringVar(&o.Template, "template", "", "packer template (default examples/debian-12-cloud-node.pkr.hcl from release files the lab serves, with the lab's CNI; with -bootstrap cluster-api, examples/debian-12-capi.pkr.hcl; examples/debian-12-node.pkr.hcl is the lab's template with Debian's containerd and the bridge CNI)")
+	flag.StringVar(&o.Template, "template", "", "packer template, built from release files the lab serves (default examples/debian-12-cloud-node.pkr.hcl, with the lab's CNI; with -bootstrap cluster-api, examples/debian-12-capi.pkr.hcl; examples/debian-12-node.pkr.hcl is the lab's template with the bridge CNI)")
 	flag.StringVar(&o.Bootstrap, "bootstrap", lab.BootstrapJoiner, "how the nodes join: joiner (a join seed disc per node) or cluster-api (Cluster API's kubeadm bootstrap data, on a NoCloud disc and a config drive in turn)")
 	flag.StringVar(&o.CAPIRender, "capi-render", filepath.Join(root, "dist", "kubenode-capi-render"), "kubenode-capi-render binary, for -bootstrap cluster-api (make capi-render)")
 	flag.StringVar(&o.Packer, "packer", os.Getenv("KUBENODE_PACKER"), "packer binary (default $KUBENODE_PACKER, from scripts/setup.sh env)")
@@ -80,12 +81,12 @@ func run() int {
 			return 1
 		}
 	}
-	// The default: the production example, installing the release files
-	// of Kubernetes (the binaries in -kubernetes-dir), containerd, runc,
-	// crictl and the CNI plugins from a mirror the lab serves here, and,
-	// with the lab's own control plane, the lab's CNI DaemonSet (the image
-	// has cni = "none").
-	if o.Template == "" && o.Bootstrap == lab.BootstrapJoiner && !o.SkipBuild {
+	// Every template installs the release files of Kubernetes (the
+	// binaries in -kubernetes-dir), containerd, runc, crictl and the CNI
+	// plugins, here from a mirror the lab serves. The default is the
+	// production example, with, on the lab's own control plane, the lab's
+	// CNI DaemonSet (the image has cni = "none").
+	if !o.SkipBuild {
 		mirror, err := serveReleases(root, o.KubernetesDir)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "lab: release files: %v\n", err)
@@ -94,7 +95,7 @@ func run() int {
 		defer mirror.Close()
 		o.Releases = &lab.Releases{Mirrors: mirror.Mirrors, Containerd: lab.ProductionContainerd, CNIPlugins: mirror.CNIPlugins}
 	}
-	if (o.Template == "" || o.Releases != nil) && o.Bootstrap == lab.BootstrapJoiner {
+	if o.Template == "" && o.Bootstrap == lab.BootstrapJoiner {
 		o.ClusterCNI = o.Kubeconfig == ""
 	}
 	if o.BaseDisk == "" && !o.SkipBuild {

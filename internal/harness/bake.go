@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +23,14 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
+	"github.com/kubenode/packer-plugin-kubenode/internal/releasemirror"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 )
 
 // LinuxBake is one build of provisioner/bake/testdata/bake-linux.pkr.hcl:
-// a Cluster API node image (bootstrap = "cluster-api", Debian's containerd)
-// baked twice into the base disk under TCG, rebooted and checked from
-// inside, exported as a zstd qcow2 and a KubeVirt containerDisk. The bake's
+// a Cluster API node image (bootstrap = "cluster-api", containerd from
+// its release tarball, served by a mirror on this host) baked twice into
+// the base disk under TCG, rebooted and checked from inside, exported as a zstd qcow2 and a KubeVirt containerDisk. The bake's
 // guest test makes it and judges the build; the Cluster API end-to-end
 // test boots its clones from the same image, so both ride on one TCG build.
 type LinuxBake struct {
@@ -40,6 +43,10 @@ type LinuxBake struct {
 	KubernetesDir string // kubelet, kubeadm and kubectl baked in (Kubernetes)
 	Version       string // their release
 	PauseImage    string // the pause image the version table names for it
+	// Containerd is the containerd release baked in, from its release
+	// tarball (with runc and the CNI plugins, as release files a mirror
+	// serves: releasemirror).
+	Containerd string
 	// Images are what the bake put into containerd: the lab's pause and
 	// busybox archives, and busybox pulled by a name only a registry
 	// mirror serves.
@@ -66,6 +73,7 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 	root := Root()
 	b := LinuxBake{
 		KubernetesDir: Kubernetes(t),
+		Containerd:    BakeContainerd,
 		Template:      filepath.Join(root, "provisioner", "bake", "testdata", "bake-linux.pkr.hcl"),
 		CheckScript:   filepath.Join(root, "provisioner", "bake", "testdata", "check-linux.sh"),
 	}
@@ -109,6 +117,8 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 		fmt.Fprintf(h, "%s %s\n", filepath.Base(f), sum)
 	}
 	fmt.Fprintf(h, "base disk %s\n", base) // its path holds the hash of its recipe
+	// The release files are built by version, the same bytes each time.
+	fmt.Fprintf(h, "containerd %s\n", b.Containerd)
 	for _, im := range b.Images {
 		fmt.Fprintf(h, "image %s %s %s\n", im.Ref, im.SHA256, im.Digest)
 	}
@@ -124,6 +134,11 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 	}
 
 	mirror := serveMirror(t, built[1], pulled.Ref)
+	rv, err := releasemirror.For(b.Version, b.Containerd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloads, cni := ReleaseMirror(t, b.KubernetesDir, rv)
 	var refs []string
 	for _, im := range b.Images {
 		refs = append(refs, fmt.Sprintf("%q", im.Ref))
@@ -138,6 +153,8 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 		"-var", "kubernetes_version="+b.Version, "-var", "pause_image="+b.PauseImage,
 		"-var", "images="+labimages.TemplateVar(built), "-var", "expect_images=["+strings.Join(refs, ", ")+"]",
 		"-var", "mirror_endpoint="+mirror, "-var", fmt.Sprintf("pull_images=[%q]", pulled.Ref),
+		"-var", "containerd_version="+b.Containerd, "-var", "cni_plugins_version="+cni,
+		"-var", "download_mirrors="+hclMap(downloads),
 		b.Template)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())
@@ -162,6 +179,19 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 	}
 	b.Dir = entry
 	return b
+}
+
+// BakeContainerd is the containerd release BakeLinux bakes: the bake's
+// default (the version table's).
+var BakeContainerd = versions.Defaults.Containerd
+
+// hclMap is m as an HCL map(string) value, its keys sorted.
+func hclMap(m map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kv = append(kv, fmt.Sprintf("%q = %q", k, m[k]))
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
 }
 
 // serveMirror serves a registry on 127.0.0.1, which the guest reaches as

@@ -22,9 +22,11 @@ import (
 
 // TestLinuxBakeInATCGGuest bakes a Debian guest (the harness's base disk,
 // booted by kubenode-libvirt under TCG) into a Cluster API node image from
-// local artifacts: the cached kubelet/kubeadm/kubectl of
-// scripts/k8s-binaries.sh's release, Debian's containerd, runc and CNI
-// plugins, the lab's images, and one pulled through a registry mirror. It
+// local artifacts and release files: the cached kubelet/kubeadm/kubectl
+// of scripts/k8s-binaries.sh's release, containerd's release tarball, runc
+// and the CNI plugins from a mirror on this host serving them in their
+// upstream layout, the lab's images, and one pulled through a registry
+// mirror. It
 // bakes twice (the second bake must change nothing), reboots, runs
 // testdata/check-linux.sh inside the guest, whose every failed check fails
 // the build, and exports a qcow2 and a containerDisk, which the Cluster API
@@ -60,7 +62,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	assert.Equal(t, moved[0][2:4], moved[1][2:4], "the same artifacts")
 	assert.Contains(t, log, "kubenode-bake [fetch-artifacts]: the guest downloads")
 	files, _ := strconv.Atoi(moved[0][2])
-	assert.Equal(t, 3+len(images)-1, files, "kubelet, kubeadm, kubectl and the image archives (the pulled image has none)")
+	assert.Equal(t, 6+len(images)-1, files, "kubelet, kubeadm, kubectl, containerd, runc, the CNI plugins and the image archives (the pulled image has none)")
 	assert.Equal(t, 2*files, strings.Count(log, "ok: artifact "), "each artifact's sha256 checked in the guest, in both bakes:\n%s", log)
 	t.Logf("artifact transfer figures: %s files, %s MiB: HTTP %ss (%s MiB/s), communicator (SSH) %ss (%s MiB/s)", moved[0][2], moved[0][3], moved[0][4], moved[0][5], moved[1][4], moved[1][5])
 	steps := []string{"prerequisites", "node-basics", "kernel", "containerd", "cni", "kubernetes", "images", "cluster-api", "self-check", "generalize", "cleanup"}
@@ -103,7 +105,7 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	require.NotNil(t, m.Baked, "baked is set: %s", data)
 	assert.Equal(t, version, m.Baked.Kubernetes)
 	assert.Equal(t, pause, m.Baked.PauseImage)
-	assert.True(t, strings.HasPrefix(m.Baked.Containerd, "1.6."), "Debian 12's containerd: %q", m.Baked.Containerd)
+	assert.Equal(t, b.Containerd, strings.TrimPrefix(m.Baked.Containerd, "v"), "containerd's release tarball: %s", data)
 	assert.NotEmpty(t, m.Baked.CNIPlugins)
 	assert.Equal(t, "cluster-api", m.Baked.Bootstrap)
 	assert.Empty(t, m.Baked.Joiner, "no joiner in a Cluster API image")

@@ -24,7 +24,7 @@ import (
 
 // TestClusterAPI is `make e2e-capi`: an image baked with
 // bootstrap = "cluster-api" (the bake's guest test's image,
-// harness.BakeLinux: Debian's containerd, exported as a zstd qcow2 and a
+// harness.BakeLinux: containerd's release tarball, exported as a zstd qcow2 and a
 // KubeVirt containerDisk; taken from the cache when `make integration`
 // built it from the same recipe, else built here) joins a cluster through
 // the kubeadm bootstrap data Cluster API's own code renders

@@ -100,15 +100,29 @@ func TestJoinSeedOnlyLetsTheCloneNameItself(t *testing.T) {
 	assert.Equal(t, []string{"/w/seed.iso"}, discs, "no cloud-init seed")
 }
 
+// A build from release files passes the variables the template declares:
+// the production example's cloud image, the lab templates' base disk and
+// Kubernetes binaries, and the mirror and releases to both.
 func TestReleasesTemplateVars(t *testing.T) {
 	r := &Releases{Mirrors: map[string]string{"https://github.com": "http://127.0.0.1:1/github.com", "https://dl.k8s.io": "http://127.0.0.1:1/dl.k8s.io"},
 		Containerd: "2.3.7", CNIPlugins: "v1.1.1"}
-	assert.Equal(t, []string{"-var", "cloud_image=/d/base.qcow2", "-var", "cloud_image_checksum=none",
-		"-var", `download_mirrors={"https://dl.k8s.io" = "http://127.0.0.1:1/dl.k8s.io", "https://github.com" = "http://127.0.0.1:1/github.com"}`,
+	root := filepath.Join("..", "..", "..")
+	cloud, err := declaredVariables(filepath.Join(root, "examples", "debian-12-cloud-node.pkr.hcl"))
+	require.NoError(t, err)
+	mirror := []string{"-var", `download_mirrors={"https://dl.k8s.io" = "http://127.0.0.1:1/dl.k8s.io", "https://github.com" = "http://127.0.0.1:1/github.com"}`,
 		"-var", "trust_http_mirror_checksums=true",
-		"-var", "containerd_version=2.3.7", "-var", "cni_plugins_version=v1.1.1"}, r.templateVars("/d/base.qcow2"))
+		"-var", "containerd_version=2.3.7", "-var", "cni_plugins_version=v1.1.1"}
+	assert.Equal(t, append([]string{"-var", "cloud_image=/d/base.qcow2", "-var", "cloud_image_checksum=none"}, mirror...),
+		r.templateVars(cloud, "/d/base.qcow2", "/d/k8s"))
+	for _, lab := range []string{"debian-12-node.pkr.hcl", "debian-12-capi.pkr.hcl"} {
+		declared, err := declaredVariables(filepath.Join(root, "examples", lab))
+		require.NoError(t, err)
+		assert.Equal(t, append([]string{"-var", "base_disk=/d/base.qcow2", "-var", "kubernetes_dir=/d/k8s"}, mirror...),
+			r.templateVars(declared, "/d/base.qcow2", "/d/k8s"), lab)
+	}
 	r.NodeLabels = map[string]string{"kubenode.io/pool": "b", "kubenode.io/image": "a"}
-	assert.Contains(t, r.templateVars("/d/base.qcow2"), `node_labels={"kubenode.io/image" = "a", "kubenode.io/pool" = "b"}`)
+	assert.Contains(t, r.templateVars(cloud, "/d/base.qcow2", "/d/k8s"), `node_labels={"kubenode.io/image" = "a", "kubenode.io/pool" = "b"}`)
+	assert.Empty(t, r.templateVars(map[string]bool{}, "/d/base.qcow2", "/d/k8s"), "nothing the template does not declare")
 }
 
 func TestLabOptionsRefuseWhatCannotWork(t *testing.T) {

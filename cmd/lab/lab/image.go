@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -75,7 +76,11 @@ func (l *Lab) buildImage(ctx context.Context) error {
 		"-var", "images=" + labimages.TemplateVar(images),
 	}
 	if r := o.Releases; r != nil {
-		args = append(args, r.templateVars(o.BaseDisk)...)
+		declared, err := declaredVariables(o.Template)
+		if err != nil {
+			return err
+		}
+		args = append(args, r.templateVars(declared, o.BaseDisk, o.KubernetesDir)...)
 	} else {
 		args = append(args,
 			"-var", "base_disk="+o.BaseDisk,
@@ -96,13 +101,13 @@ func (l *Lab) buildImage(ctx context.Context) error {
 	return l.readManifest()
 }
 
-// ProductionContainerd is the containerd release the lab gives the
-// production template (its containerd_version default).
+// ProductionContainerd is the containerd release the lab gives its
+// templates (their containerd_version default).
 const ProductionContainerd = "2.3.7"
 
-// Releases are what the production template installs from release
-// downloads: the Kubernetes release is the one in Options.KubernetesDir,
-// the rest are named here.
+// Releases are what a template installs from release downloads: the
+// Kubernetes release is the one in Options.KubernetesDir, the rest are
+// named here.
 type Releases struct {
 	// Mirrors is kubenode-bake's download_mirrors: the official download
 	// URLs' prefixes and where their upstream layout is served instead.
@@ -114,25 +119,53 @@ type Releases struct {
 	NodeLabels map[string]string
 }
 
-// templateVars are the production template's variables for a build from
-// these releases, with disk (a local qcow2) standing in for the cloud image.
-// The mirror is the lab's own, plain HTTP on 127.0.0.1 serving files built
-// on this machine, where nobody else is on the way: its checksum files are
-// taken on trust (trust_http_mirror_checksums) rather than pinned in
-// artifact_checksums.
-func (r *Releases) templateVars(disk string) []string {
-	args := []string{"-var", "cloud_image=" + disk, "-var", "cloud_image_checksum=none",
-		"-var", "download_mirrors=" + hclMap(r.Mirrors), "-var", "trust_http_mirror_checksums=true"}
+// templateVars are the variables of a build from these releases, of
+// those the template declares (packer refuses a -var it does not): disk,
+// a local qcow2, is its cloud image (the production examples) or base
+// disk (the lab's templates, which also take the Kubernetes binaries
+// from kubernetesDir). The mirror is the lab's own, plain HTTP on
+// 127.0.0.1 serving files built on this machine, where nobody else is on
+// the way: its checksum files are taken on trust
+// (trust_http_mirror_checksums) rather than pinned in artifact_checksums.
+func (r *Releases) templateVars(declared map[string]bool, disk, kubernetesDir string) []string {
+	var args []string
+	add := func(name, value string) {
+		if declared[name] {
+			args = append(args, "-var", name+"="+value)
+		}
+	}
+	add("cloud_image", disk)
+	add("cloud_image_checksum", "none")
+	add("base_disk", disk)
+	add("kubernetes_dir", kubernetesDir)
+	add("download_mirrors", hclMap(r.Mirrors))
+	add("trust_http_mirror_checksums", "true")
 	if len(r.NodeLabels) > 0 {
-		args = append(args, "-var", "node_labels="+hclMap(r.NodeLabels))
+		add("node_labels", hclMap(r.NodeLabels))
 	}
 	if r.Containerd != "" {
-		args = append(args, "-var", "containerd_version="+r.Containerd)
+		add("containerd_version", r.Containerd)
 	}
 	if r.CNIPlugins != "" {
-		args = append(args, "-var", "cni_plugins_version="+r.CNIPlugins)
+		add("cni_plugins_version", r.CNIPlugins)
 	}
 	return args
+}
+
+// templateVariable is a variable block's first line in a template.
+var templateVariable = regexp.MustCompile(`(?m)^variable\s+"([^"]+)"`)
+
+// declaredVariables are the names of the variables template declares.
+func declaredVariables(template string) (map[string]bool, error) {
+	src, err := os.ReadFile(template)
+	if err != nil {
+		return nil, fmt.Errorf("reading the template: %w", err)
+	}
+	out := map[string]bool{}
+	for _, m := range templateVariable.FindAllStringSubmatch(string(src), -1) {
+		out[m[1]] = true
+	}
+	return out, nil
 }
 
 // hclMap is m as an HCL map(string) value, its keys sorted.

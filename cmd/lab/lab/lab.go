@@ -74,10 +74,11 @@ type Options struct {
 	// cores boot slower than with fewer vCPUs (a vCPU thread preempted
 	// while it holds a guest spinlock leaves the others spinning).
 	CPUs int
-	// Releases builds the production template (default
-	// examples/debian-12-cloud-node.pkr.hcl) from release downloads,
-	// containerd's tarball path, instead of the lab's template from local
-	// files and Debian's containerd; BaseDisk stands in for its cloud image.
+	// Releases are the release files a mirror serves the build, the
+	// templates' containerd tarball path; with them the default template
+	// is the production example (examples/debian-12-cloud-node.pkr.hcl),
+	// for which BaseDisk stands in for the cloud image. Without them only
+	// a template that installs nothing from release downloads builds.
 	Releases *Releases
 	// JoinSeedOnly boots each joiner node with its join seed disc alone:
 	// no cloud-init seed names it or lets the lab in, so its host name,

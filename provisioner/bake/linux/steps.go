@@ -19,7 +19,7 @@ type Plan struct {
 	// "package", the containerd the distribution installed is held to the
 	// row's containerd support matrix once the prerequisites step has run.
 	Kubernetes versions.KubernetesRelease
-	PauseImage        string
+	PauseImage string
 	// ContainerdSource is "tarball" (release tarballs uploaded to Staging)
 	// or "package" (the distribution's packages).
 	ContainerdSource string

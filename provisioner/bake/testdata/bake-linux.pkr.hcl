@@ -1,7 +1,7 @@
 # Integration test: a Debian VM from the harness's base disk, baked twice
-# from local artifacts into a Cluster API node image (the second bake must
-# change nothing), rebooted, checked from inside by check-linux.sh, and
-# exported as a zstd qcow2 and a KubeVirt containerDisk. The bake's guest
+# from local Kubernetes binaries and release tarballs into a Cluster API
+# node image (the second bake must change nothing), rebooted, checked from
+# inside by check-linux.sh, and exported as a zstd qcow2 and a KubeVirt containerDisk. The bake's guest
 # test judges the build; the Cluster API end-to-end test boots its clones
 # from the same image (internal/harness: BakeLinux).
 packer {
@@ -21,8 +21,18 @@ variable "kubernetes_dir" { type = string }
 # names for it (check-linux.sh expects both).
 variable "kubernetes_version" { type = string }
 variable "pause_image" { type = string }
-# No crictl here: the bake uses local artifacts only, and crictl comes
-# from GitHub; the self-check then asks containerd with ctr.
+# containerd, runc, crictl and the CNI plugins come from their release
+# tarballs, which the integration test serves in their upstream layout
+# from a mirror on this host (download_mirrors, its checksum files
+# trusted: plain HTTP on 127.0.0.1).
+variable "containerd_version" { type = string }
+variable "cni_plugins_version" { type = string }
+variable "download_mirrors" { type = map(string) }
+variable "trust_http_mirror_checksums" {
+  type    = bool
+  default = true
+}
+# No crictl here: the self-check then asks containerd with ctr.
 variable "install_crictl" {
   type    = bool
   default = false
@@ -86,10 +96,14 @@ build {
   sources = ["source.kubenode-libvirt.bake"]
 
   provisioner "kubenode-bake" {
-    kubernetes_version = var.kubernetes_version
-    containerd_source  = "package"
-    artifacts_dir      = var.kubernetes_dir
-    install_crictl     = var.install_crictl
+    kubernetes_version          = var.kubernetes_version
+    containerd_version          = var.containerd_version
+    cni_plugins_version         = var.cni_plugins_version
+    containerd_source           = "tarball"
+    download_mirrors            = var.download_mirrors
+    trust_http_mirror_checksums = var.trust_http_mirror_checksums
+    artifacts_dir               = var.kubernetes_dir
+    install_crictl              = var.install_crictl
     # No joiner: cloud-init runs Cluster API's kubeadm bootstrap data.
     bootstrap = "cluster-api"
     # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
@@ -124,10 +138,14 @@ build {
   # Idempotence: the same bake again must report no changes. Its artifacts
   # go through SSH, so one build measures both ways.
   provisioner "kubenode-bake" {
-    kubernetes_version = var.kubernetes_version
-    containerd_source  = "package"
-    artifacts_dir      = var.kubernetes_dir
-    install_crictl     = var.install_crictl
+    kubernetes_version          = var.kubernetes_version
+    containerd_version          = var.containerd_version
+    cni_plugins_version         = var.cni_plugins_version
+    containerd_source           = "tarball"
+    download_mirrors            = var.download_mirrors
+    trust_http_mirror_checksums = var.trust_http_mirror_checksums
+    artifacts_dir               = var.kubernetes_dir
+    install_crictl              = var.install_crictl
     # No joiner: cloud-init runs Cluster API's kubeadm bootstrap data.
     bootstrap = "cluster-api"
     # check-linux.sh finds this mirror in registry.k8s.io's hosts.toml; no
