@@ -72,8 +72,13 @@ type Config struct {
 	// repository it names it `localhost/kubenode/<output_name>:<tag>` and
 	// nothing is pushed.
 	ContainerDiskRepository string `mapstructure:"containerdisk_repository"`
-	// Tag of the containerdisk image. Default `latest`; the manifest
-	// records the image's digest, which pins it whatever the tag.
+	// Tag of the containerdisk image. Default: a tag that names this image
+	// only, the Kubernetes release kubenode-bake baked and the first 12
+	// hex digits of the image's digest, e.g. `v1.37.2-3f2a9c01be47` (the
+	// digest's alone for an image not baked), never `latest`: Cluster
+	// API's machine templates are immutable, and a tag moved to another
+	// image changes what they boot. The manifest records the image's
+	// digest too.
 	ContainerDiskTag string `mapstructure:"containerdisk_tag"`
 	// Registries, as `host` or `host:port`, that the push may reach over
 	// plain HTTP when they do not answer HTTPS. A loopback registry

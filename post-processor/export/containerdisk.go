@@ -41,8 +41,9 @@ const (
 	containerDiskFileMode = 0o440
 	// containerDiskSuffix ends the archive's file name.
 	containerDiskSuffix = ".containerdisk.tar"
-	// defaultContainerDiskTag is containerdisk_tag's default.
-	defaultContainerDiskTag = "latest"
+	// digestTagLength is how many hex digits of the image's digest the
+	// default tag holds.
+	digestTagLength = 12
 )
 
 // epoch dates every entry of the layer and the archive, and the image's
@@ -76,10 +77,9 @@ func (c *Config) prepareContainerDisk(enabled bool, add func(key, format string,
 		}
 		return
 	}
-	if c.ContainerDiskTag == "" {
-		c.ContainerDiskTag = defaultContainerDiskTag
-	}
-	if !tagRE.MatchString(c.ContainerDiskTag) {
+	// Unset, the tag is the image's own (defaultContainerDiskTag), known
+	// once the image is.
+	if c.ContainerDiskTag != "" && !tagRE.MatchString(c.ContainerDiskTag) {
 		add("containerdisk_tag", "%q is not a tag: use up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-', e.g. \"v1.33.13\"", c.ContainerDiskTag)
 	}
 	if c.ContainerDiskRepository != "" {
@@ -103,13 +103,35 @@ func (c *Config) diskFormats() []string {
 
 // containerDiskRef is the name the archive gives the image:
 // containerdisk_repository, or localhost/kubenode/<output name>, tagged
-// containerdisk_tag.
-func (c *Config) containerDiskRef(outputName string) (name.Tag, error) {
+// containerdisk_tag, by default defaultContainerDiskTag(kubernetes,
+// digest).
+func (c *Config) containerDiskRef(outputName, kubernetes string, digest v1.Hash) (name.Tag, error) {
 	repo := c.ContainerDiskRepository
 	if repo == "" {
 		repo = "localhost/kubenode/" + repositoryComponent(outputName)
 	}
-	return name.NewTag(repo + ":" + c.ContainerDiskTag)
+	tag := c.ContainerDiskTag
+	if tag == "" {
+		tag = defaultContainerDiskTag(kubernetes, digest)
+	}
+	return name.NewTag(repo + ":" + tag)
+}
+
+// defaultContainerDiskTag is containerdisk_tag's default, a tag that
+// names one image only, as Cluster API's immutable machine templates
+// expect: the Kubernetes release kubenode-bake baked (kubernetes; empty
+// when the image was not baked) and the first hex digits of the image's
+// digest, "v1.37.2-3f2a9c01be47"; the digest's alone without a release.
+// Never "latest".
+func defaultContainerDiskTag(kubernetes string, digest v1.Hash) string {
+	hex := digest.Hex
+	if len(hex) > digestTagLength {
+		hex = hex[:digestTagLength]
+	}
+	if tag := kubernetes + "-" + hex; kubernetes != "" && tagRE.MatchString(tag) {
+		return tag
+	}
+	return hex
 }
 
 // repositoryComponent turns an output name into a valid repository path
@@ -277,63 +299,79 @@ func containerDiskImage(layer v1.Layer) (v1.Image, error) {
 }
 
 // writeContainerDisk packs the qcow2 at disk as a KubeVirt containerDisk
-// named ref into archive, an OCI image layout in a tar whose index names
-// the image (the annotations `ctr images import` names it by). The layout
-// is assembled in work, a scratch directory beside archive; the returned
-// image reads its layer from there, so it is valid until work is removed.
+// into archive, an OCI image layout in a tar whose index names the image
+// (the annotations `ctr images import` names it by) as ref(its digest),
+// which it returns with the image. The layout is assembled in work, a
+// scratch directory beside archive; the returned image reads its layer
+// from there, so it is valid until work is removed.
 // The archive is written into work and moved to archive when complete,
 // with mode (safefile.Place).
-func writeContainerDisk(ctx context.Context, disk, fileName string, ref name.Tag, archive, work string, mode os.FileMode, progress func(pct int)) (v1.Image, error) {
+func writeContainerDisk(ctx context.Context, disk, fileName string, ref func(v1.Hash) (name.Tag, error), archive, work string, mode os.FileMode, progress func(pct int)) (v1.Image, name.Tag, error) {
 	dir := filepath.Join(work, "layout")
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return nil, err
+		return nil, name.Tag{}, err
 	}
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return nil, err
+		return nil, name.Tag{}, err
 	}
 	// The layer is written where the layout keeps it, so that AppendImage,
 	// which skips a blob that is there, does not copy it.
 	layer, err := writeLayerFile(ctx, disk, fileName, filepath.Join(blobs, ".layer.partial"), progress)
 	if err != nil {
-		return nil, err
+		return nil, name.Tag{}, err
 	}
 	final := filepath.Join(blobs, layer.digest.Hex)
 	if err := os.Rename(layer.path, final); err != nil {
-		return nil, err
+		return nil, name.Tag{}, err
 	}
 	layer.path = final
 	img, err := containerDiskImage(layer)
 	if err != nil {
-		return nil, err
+		return nil, name.Tag{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, name.Tag{}, err
+	}
+	named, err := ref(digest)
+	if err != nil {
+		return nil, name.Tag{}, err
 	}
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"io.containerd.image.name":          ref.String(),
-		"org.opencontainers.image.ref.name": ref.TagStr(),
+		"io.containerd.image.name":          named.String(),
+		"org.opencontainers.image.ref.name": named.TagStr(),
 	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
-		return nil, fmt.Errorf("writing the OCI layout: %w", err)
+		return nil, name.Tag{}, fmt.Errorf("writing the OCI layout: %w", err)
 	}
 	tmp := filepath.Join(work, "archive.tar")
 	if err := ocilayout.Tar(ctx, dir, tmp); err != nil {
 		os.Remove(tmp)
-		return nil, err
+		return nil, name.Tag{}, err
 	}
 	if err := safefile.Place(tmp, archive, mode); err != nil {
 		os.Remove(tmp)
-		return nil, err
+		return nil, name.Tag{}, err
 	}
-	return img, nil
+	return img, named, nil
 }
 
 // exportContainerDisk writes <name>.containerdisk.tar into dir from
 // qcow2, the qcow2 output of this run, or when there is none from a qcow2
 // it converts src into first; then pushes it when containerdisk_repository
 // is set. It returns the manifest's output and the files written.
-func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, srcFormat, qcow2, dir, outName string) (Output, []string, error) {
-	ref, err := c.containerDiskRef(outName)
-	if err != nil {
-		return Output{}, nil, fmt.Errorf("containerdisk image name from output_name %q: %w", outName, err)
+func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, srcFormat, qcow2, dir, outName, kubernetes string) (Output, []string, error) {
+	ref := func(digest v1.Hash) (name.Tag, error) {
+		r, err := c.containerDiskRef(outName, kubernetes, digest)
+		if err != nil {
+			return name.Tag{}, fmt.Errorf("containerdisk image name from output_name %q: %w", outName, err)
+		}
+		return r, nil
+	}
+	// A name that cannot be is refused before the work.
+	if _, err := ref(v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("0", 64)}); err != nil {
+		return Output{}, nil, err
 	}
 	work, err := os.MkdirTemp(dir, "."+outName+".containerdisk-*.partial")
 	if err != nil {
@@ -353,8 +391,8 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 	}
 	archive := filepath.Join(dir, outName+containerDiskSuffix)
 	fileName := outName + ".qcow2"
-	ui.Say(fmt.Sprintf("Writing %s (KubeVirt containerDisk %s holding disk/%s)", archive, ref, fileName))
-	img, err := writeContainerDisk(ctx, qcow2, fileName, ref, archive, work, c.fileMode, func(pct int) {
+	ui.Say(fmt.Sprintf("Writing %s (KubeVirt containerDisk holding disk/%s)", archive, fileName))
+	img, named, err := writeContainerDisk(ctx, qcow2, fileName, ref, archive, work, c.fileMode, func(pct int) {
 		ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(archive), pct, time.Since(start).Round(time.Second)))
 	})
 	if err != nil {
@@ -379,12 +417,12 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 	if err != nil {
 		return Output{}, nil, err
 	}
-	ui.Message(fmt.Sprintf("%s: %.1f MiB in %s, sha256 %s, image %s", filepath.Base(archive), float64(st.Size())/(1<<20), time.Since(start).Round(100*time.Millisecond), sum, digest))
-	out := Output{File: filepath.Base(archive), Format: formatContainerDisk, Compression: "gzip", Size: st.Size(), SHA256: sum, Image: ref.String(), Digest: digest.String()}
+	ui.Message(fmt.Sprintf("%s: %.1f MiB in %s, sha256 %s, image %s (%s)", filepath.Base(archive), float64(st.Size())/(1<<20), time.Since(start).Round(100*time.Millisecond), sum, named, digest))
+	out := Output{File: filepath.Base(archive), Format: formatContainerDisk, Compression: "gzip", Size: st.Size(), SHA256: sum, Image: named.String(), Digest: digest.String()}
 	files := []string{archive, sumFile}
 	if c.ContainerDiskRepository != "" {
-		ui.Say(fmt.Sprintf("Pushing %s", ref))
-		pushed, err := pushContainerDisk(ctx, ui, c, img, ref)
+		ui.Say(fmt.Sprintf("Pushing %s", named))
+		pushed, err := pushContainerDisk(ctx, ui, c, img, named)
 		if err != nil {
 			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:` it, or run the export again", err, archive)
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 )
 
 // blankQcow2 is a small empty qcow2 made by qemu-img.
@@ -110,17 +113,17 @@ func TestContainerDiskLayer(t *testing.T) {
 // The same disk gives the same layer, image digest and archive.
 func TestContainerDiskIsReproducible(t *testing.T) {
 	disk := blankQcow2(t)
-	ref, err := name.NewTag("localhost/kubenode/node:latest")
-	require.NoError(t, err)
+	ref := func(d v1.Hash) (name.Tag, error) { return name.NewTag("localhost/kubenode/node:" + d.Hex[:12]) }
 	var digests []v1.Hash
 	var sums []string
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
 		archive := filepath.Join(dir, "node.containerdisk.tar")
-		img, err := writeContainerDisk(context.Background(), disk, "node.qcow2", ref, archive, dir, 0o600, nil)
+		img, named, err := writeContainerDisk(context.Background(), disk, "node.qcow2", ref, archive, dir, 0o600, nil)
 		require.NoError(t, err)
 		d, err := img.Digest()
 		require.NoError(t, err)
+		assert.Equal(t, "localhost/kubenode/node:"+d.Hex[:12], named.String(), "named by its digest")
 		digests = append(digests, d)
 		sum, err := hashFile(archive)
 		require.NoError(t, err)
@@ -185,8 +188,11 @@ func TestExportContainerDiskReusesTheQcow2(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
 	out := filepath.Join(dir, "out")
+	t.Setenv("PACKER_RUN_UUID", "run-"+t.Name())
+	t.Setenv("TMPDIR", t.TempDir())
+	require.NoError(t, baked.Write("kubenode-libvirt.node", baked.Record{Facts: baked.Facts{Kubernetes: "v1.37.2", Bootstrap: "cluster-api", Checksums: map[string]string{}}}))
 	p := &PostProcessor{}
-	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"containerdisk", "qcow2"}, "output_directory": out}))
+	require.NoError(t, p.Configure(map[string]interface{}{"formats": []string{"containerdisk", "qcow2"}, "output_directory": out, "packer_build_name": "kubenode-libvirt.node"}))
 	ui, logs := uiForTest()
 	a, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{src}})
 	require.NoError(t, err, logs.String())
@@ -201,7 +207,10 @@ func TestExportContainerDiskReusesTheQcow2(t *testing.T) {
 	require.NoError(t, err, string(res))
 
 	img, desc := loadArchive(t, archive)
-	assert.Equal(t, map[string]string{"io.containerd.image.name": "localhost/kubenode/node:latest", "org.opencontainers.image.ref.name": "latest"}, desc.Annotations)
+	// Named, by default, by the Kubernetes release baked and the image's
+	// digest: a tag for this image only.
+	tag := "v1.37.2-" + desc.Digest.Hex[:12]
+	assert.Equal(t, map[string]string{"io.containerd.image.name": "localhost/kubenode/node:" + tag, "org.opencontainers.image.ref.name": tag}, desc.Annotations)
 	require.NotNil(t, desc.Platform, "the index says the image's platform")
 	assert.Equal(t, "linux/amd64", desc.Platform.String())
 	cf, err := img.ConfigFile()
@@ -225,7 +234,7 @@ func TestExportContainerDiskReusesTheQcow2(t *testing.T) {
 	sum, err := hashFile(archive)
 	require.NoError(t, err)
 	assert.Equal(t, Output{File: "node.containerdisk.tar", Format: "containerdisk", Compression: "gzip", Size: fileSize(t, archive), SHA256: sum,
-		Image: "localhost/kubenode/node:latest", Digest: desc.Digest.String()}, cd)
+		Image: "localhost/kubenode/node:" + tag, Digest: desc.Digest.String()}, cd)
 	validateManifest(t, filepath.Join(out, ManifestFile))
 	assert.ElementsMatch(t, []string{"node.qcow2", "node.qcow2.sha256", "node.containerdisk.tar", "node.containerdisk.tar.sha256", ManifestFile}, dirNames(t, out), "no scratch left")
 	assert.Len(t, a.Files(), 5)
@@ -255,7 +264,8 @@ func TestExportContainerDiskAlone(t *testing.T) {
 	require.NoError(t, err, logs.String())
 	assert.Contains(t, logs.String(), "containerdisk qcow2: 100%")
 	img, desc := loadArchive(t, filepath.Join(out, "Debian 12.containerdisk.tar"))
-	assert.Equal(t, "localhost/kubenode/debian-12:latest", desc.Annotations["io.containerd.image.name"], "the output name made a valid repository")
+	assert.Equal(t, "localhost/kubenode/debian-12:"+desc.Digest.Hex[:12], desc.Annotations["io.containerd.image.name"],
+		"the output name made a valid repository; not baked, the tag is the digest's")
 	disk := layerDisk(t, img, "Debian 12.qcow2")
 	run(t, "qemu-img", "check", "-q", disk)
 	run(t, "qemu-img", "compare", "-q", src, disk)
@@ -329,7 +339,7 @@ func TestExportContainerDiskPushFailure(t *testing.T) {
 	ui, _ := uiForTest()
 	_, _, _, err := p.PostProcess(context.Background(), ui, &fakeArtifact{files: []string{disk}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "pushing "+host+"/nodes/x:latest")
+	assert.Regexp(t, "pushing "+regexp.QuoteMeta(host)+"/nodes/x:[0-9a-f]{12}", err.Error())
 	assert.Contains(t, err.Error(), "the archive "+filepath.Join(out, "blank.containerdisk.tar")+" is complete")
 }
 
@@ -364,7 +374,7 @@ func TestInterruptedContainerDiskLeavesNothing(t *testing.T) {
 	out = t.TempDir()
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	_, _, err = exportContainerDisk(ctx, cancelUI{BasicUi: ui, cancel: cancel}, &p.config, src, "qcow2", src, out, "node")
+	_, _, err = exportContainerDisk(ctx, cancelUI{BasicUi: ui, cancel: cancel}, &p.config, src, "qcow2", src, out, "node", "v1.37.2")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "writing node.containerdisk.tar interrupted")
 	assert.Empty(t, dirNames(t, out), "cancelled while writing the layer")
@@ -373,10 +383,18 @@ func TestInterruptedContainerDiskLeavesNothing(t *testing.T) {
 func TestConfigureContainerDiskKeys(t *testing.T) {
 	c := &Config{}
 	require.NoError(t, c.Prepare(map[string]interface{}{"formats": []string{"containerdisk"}}))
-	assert.Equal(t, "latest", c.ContainerDiskTag, "the default tag")
-	ref, err := c.containerDiskRef("node")
+	assert.Empty(t, c.ContainerDiskTag, "the default is the image's own tag")
+	digest := v1.Hash{Algorithm: "sha256", Hex: "3f2a9c01be47" + strings.Repeat("0", 52)}
+	ref, err := c.containerDiskRef("node", "v1.37.2", digest)
 	require.NoError(t, err)
-	assert.Equal(t, "localhost/kubenode/node:latest", ref.String())
+	assert.Equal(t, "localhost/kubenode/node:v1.37.2-3f2a9c01be47", ref.String(), "the Kubernetes release and the image's digest, never latest")
+	ref, err = c.containerDiskRef("node", "", digest)
+	require.NoError(t, err)
+	assert.Equal(t, "localhost/kubenode/node:3f2a9c01be47", ref.String(), "not baked: the digest's alone")
+	c.ContainerDiskTag = "v1"
+	ref, err = c.containerDiskRef("node", "v1.37.2", digest)
+	require.NoError(t, err)
+	assert.Equal(t, "localhost/kubenode/node:v1", ref.String(), "containerdisk_tag names it")
 
 	for _, tc := range []struct {
 		raw  map[string]interface{}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,7 +92,8 @@ func TestContainerDiskImportsIntoContainerd(t *testing.T) {
 	require.Len(t, m.Outputs, 1)
 
 	cd := harness.ContainerDiskFromArchive(t, filepath.Join(out, "node.containerdisk.tar"))
-	assert.Equal(t, "localhost/kubenode/node:latest", cd.Ref, "named by the archive's index")
+	assert.Equal(t, m.Outputs[0].Image, cd.Ref, "named by the archive's index")
+	assert.Equal(t, "localhost/kubenode/node:"+strings.TrimPrefix(m.Outputs[0].Digest, "sha256:")[:12], cd.Ref, "tagged by its digest (not baked)")
 	assert.Equal(t, m.Outputs[0].Digest, cd.Digest, "containerd lists the digest the manifest records")
 	assert.Equal(t, []harness.ContainerDiskEntry{
 		{Path: "disk", UID: 107, GID: 107, Mode: fs.ModeDir | 0o555, Size: entrySize(cd.Entries, "disk")},

@@ -121,7 +121,13 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	// After the disk formats, whatever the order listed: it reuses the
 	// qcow2 output, and upload_pool takes the first output, a disk.
 	if slices.Contains(c.Formats, formatContainerDisk) {
-		out, written, err := exportContainerDisk(ctx, ui, c, absSrc, srcFormat, qcow2, dir, name)
+		// The default tag names the Kubernetes release kubenode-bake
+		// baked; its record is taken (and checked) below.
+		kubernetes := ""
+		if rec, err := baked.Read(c.PackerBuildName); err == nil && rec != nil {
+			kubernetes = rec.Facts.Kubernetes
+		}
+		out, written, err := exportContainerDisk(ctx, ui, c, absSrc, srcFormat, qcow2, dir, name, kubernetes)
 		if err != nil {
 			return nil, true, true, err
 		}
