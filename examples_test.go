@@ -27,17 +27,7 @@ func bakeAttributes(t *testing.T, path string) []map[string]cty.Value {
 		{Type: "variable", LabelNames: []string{"name"}}, {Type: "build"},
 	}})
 	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
-	vars := map[string]cty.Value{}
-	for _, b := range top.Blocks.OfType("variable") {
-		attrs, diags := b.Body.JustAttributes()
-		require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
-		vars[b.Labels[0]] = cty.DynamicVal
-		if d, ok := attrs["default"]; ok {
-			v, diags := d.Expr.Value(nil)
-			require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
-			vars[b.Labels[0]] = v
-		}
-	}
+	vars := variableDefaults(t, path)
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}}
 	var out []map[string]cty.Value
 	for _, build := range top.Blocks.OfType("build") {
@@ -68,17 +58,33 @@ var bakeKeys = []hcl.AttributeSchema{
 	{Name: "containerd_source"}, {Name: "cni"}, {Name: "install_crictl"},
 	{Name: "keep_build_account"}, {Name: "generalize"}, {Name: "artifacts_dir"},
 	{Name: "artifacts"}, {Name: "kubernetes_version"}, {Name: "containerd_version"},
-	{Name: "download_mirrors"},
+	{Name: "download_mirrors"}, {Name: "bootstrap"}, {Name: "pull_kubeadm_images"},
 }
 
-// TestProductionLinuxExample: the example for a user's own cluster bakes
-// the production flow: containerd, runc and the CNI plugins from their
+// productionExamples are the examples built as for production, from a
+// distribution's cloud image by URL, and the checksum file each image's
+// directory publishes.
+var productionExamples = map[string]struct{ image, sums string }{
+	"examples/debian-12-cloud-node.pkr.hcl":   {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
+	"examples/ubuntu-24.04-cloud-node.pkr.hcl": {"https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img", "SHA256SUMS"},
+	"examples/debian-12-cloud-capi.pkr.hcl":   {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
+	"examples/ubuntu-24.04-cloud-capi.pkr.hcl": {"https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img", "SHA256SUMS"},
+}
+
+// TestProductionLinuxExamples: the examples for a user's own cluster
+// (joiner) and for Cluster API bake the production flow: the
+// distribution's cloud image by URL, checked against the checksum file
+// published beside it; containerd, runc and the CNI plugins from their
 // release tarballs and the Kubernetes binaries from the official
-// downloads (no artifacts_dir, no local Kubernetes binaries), crictl, no
-// CNI config (the cluster's CNI brings its own), the build account locked
-// and the image generalized. Unset keys count as their defaults
-// (provisioner/bake/config.go: tarball, none, true, false, true).
-func TestProductionLinuxExample(t *testing.T) {
+// downloads (no artifacts_dir, no local Kubernetes binaries, no base
+// disk), crictl, no CNI config (the cluster's CNI brings its own), the
+// build account locked and the image generalized. The Cluster API ones
+// also preload the control plane's images (pull_kubeadm_images), pick the
+// build VM's firmware through a variable, and export a qcow2 and a
+// containerDisk whose tag is left to its immutable default. Unset keys
+// count as their defaults (provisioner/bake/config.go: tarball, none,
+// true, false, true).
+func TestProductionLinuxExamples(t *testing.T) {
 	str := func(attrs map[string]cty.Value, key, def string) string {
 		if v, ok := attrs[key]; ok && !v.IsNull() {
 			require.True(t, v.IsKnown() && v.Type() == cty.String, "%s is a known string", key)
@@ -93,19 +99,10 @@ func TestProductionLinuxExample(t *testing.T) {
 		}
 		return def
 	}
-	for _, path := range []string{"examples/debian-12-cloud-node.pkr.hcl", "provisioner/bake/testdata/bake-linux.pkr.hcl"} {
+	for path, want := range productionExamples {
 		t.Run(path, func(t *testing.T) {
 			bakes := bakeAttributes(t, path)
-			require.NotEmpty(t, bakes, "a kubenode-bake provisioner")
-			if path != "examples/debian-12-cloud-node.pkr.hcl" {
-				// The integration test's template parses; it bakes the
-				// Cluster API lab example's recipe (local Kubernetes
-				// binaries, containerd's release tarball from a mirror),
-				// which TestBakeGuestTestBakesTheClusterAPIExample holds
-				// it to.
-				return
-			}
-			require.Len(t, bakes, 1)
+			require.Len(t, bakes, 1, "a kubenode-bake provisioner")
 			b := bakes[0]
 			assert.Equal(t, "tarball", str(b, "containerd_source", "tarball"))
 			assert.Equal(t, "none", str(b, "cni", "none"))
@@ -113,20 +110,66 @@ func TestProductionLinuxExample(t *testing.T) {
 			assert.False(t, boolean(b, "keep_build_account", false), "keep_build_account")
 			assert.True(t, boolean(b, "generalize", true), "generalize")
 			assert.NotContains(t, b, "artifacts_dir", "the Kubernetes binaries come from dl.k8s.io")
-			if a, ok := b["artifacts"]; ok {
-				assert.Equal(t, []string{"joiner"}, keys(a), "artifacts holds the joiner only")
-			}
 			assert.Contains(t, b, "download_mirrors")
 			assert.Contains(t, b, "kubernetes_version")
+
+			vars := variableDefaults(t, path)
+			for _, v := range []string{"kubernetes_dir", "artifacts_dir", "base_disk"} {
+				assert.NotContains(t, vars, v, "no variable names local Kubernetes binaries or the lab's base disk")
+			}
+			blocks := hclBlocks(t, path)
+			assert.Equal(t, "var.cloud_image", blocks["source"]["disk_image"])
+			assert.Equal(t, "var.cloud_image_checksum", blocks["source"]["disk_image_checksum"])
+			assert.Equal(t, want.image, vars["cloud_image"].AsString(), "the cloud image by URL")
+			assert.Equal(t, "file:"+want.image[:strings.LastIndex(want.image, "/")+1]+want.sums, vars["cloud_image_checksum"].AsString(),
+				"checked against the checksum file published beside it")
+
+			capi := str(b, "bootstrap", "joiner") == "cluster-api"
+			assert.Equal(t, strings.HasSuffix(path, "-capi.pkr.hcl"), capi, "bootstrap")
+			if !capi {
+				if a, ok := b["artifacts"]; ok {
+					assert.Equal(t, []string{"joiner"}, keys(a), "artifacts holds the joiner only")
+				}
+				return
+			}
+			assert.NotContains(t, b, "artifacts", "no joiner, no local artifacts")
+			assert.True(t, boolean(b, "pull_kubeadm_images", false), "the control plane's images preloaded")
+			assert.Equal(t, "var.firmware", blocks["source"]["firmware"])
+			assert.Contains(t, []string{"bios", "uefi"}, vars["firmware"].AsString())
+			assert.Equal(t, `["qcow2", "containerdisk"]`, blocks["kubenode-export"]["formats"])
+			assert.NotContains(t, blocks["kubenode-export"], "containerdisk_tag", "the tag is the image's own: the Kubernetes release and its digest")
 		})
 	}
-	// No variable names a directory of local Kubernetes binaries.
-	f, diags := hclparse.NewParser().ParseHCLFile("examples/debian-12-cloud-node.pkr.hcl")
-	require.False(t, diags.HasErrors(), "%s", diags)
-	top, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}})
+}
+
+// variableDefaults are a template's variables with their defaults (a
+// variable without one is cty.DynamicVal).
+func variableDefaults(t *testing.T, path string) map[string]cty.Value {
+	t.Helper()
+	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+	top, _, diags := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}})
+	require.False(t, diags.HasErrors(), "%s: %s", path, diags)
+	vars := map[string]cty.Value{}
 	for _, b := range top.Blocks {
-		assert.NotContains(t, []string{"kubernetes_dir", "artifacts_dir", "base_disk"}, b.Labels[0])
+		attrs, diags := b.Body.JustAttributes()
+		require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
+		vars[b.Labels[0]] = cty.DynamicVal
+		if d, ok := attrs["default"]; ok {
+			v, diags := d.Expr.Value(nil)
+			require.False(t, diags.HasErrors(), "%s: variable %q: %s", path, b.Labels[0], diags)
+			vars[b.Labels[0]] = v
+		}
 	}
+	return vars
+}
+
+// The bake's guest test's template parses: it bakes the Cluster API lab
+// example's recipe (local Kubernetes binaries, containerd's release
+// tarball from a mirror), which TestBakeGuestTestBakesTheClusterAPIExample
+// holds it to.
+func TestBakeGuestTestTemplateParses(t *testing.T) {
+	require.NotEmpty(t, bakeAttributes(t, "provisioner/bake/testdata/bake-linux.pkr.hcl"))
 }
 
 // TestExamplesPinASupportedPair: every example installs containerd from
