@@ -65,9 +65,9 @@ var bakeKeys = []hcl.AttributeSchema{
 // distribution's cloud image by URL, and the checksum file each image's
 // directory publishes.
 var productionExamples = map[string]struct{ image, sums string }{
-	"examples/debian-12-cloud-node.pkr.hcl":   {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
+	"examples/debian-12-cloud-node.pkr.hcl":    {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
 	"examples/ubuntu-24.04-cloud-node.pkr.hcl": {"https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img", "SHA256SUMS"},
-	"examples/debian-12-cloud-capi.pkr.hcl":   {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
+	"examples/debian-12-cloud-capi.pkr.hcl":    {"https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2", "SHA512SUMS"},
 	"examples/ubuntu-24.04-cloud-capi.pkr.hcl": {"https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img", "SHA256SUMS"},
 }
 

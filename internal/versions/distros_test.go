@@ -9,8 +9,8 @@ import (
 
 func TestContainerdVersionFromOutput(t *testing.T) {
 	for out, want := range map[string]string{
-		"containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n":           "1.6.20",
-		"containerd github.com/containerd/containerd/v2 2.2.1":                                    "2.2.1",
+		"containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n":          "1.6.20",
+		"containerd github.com/containerd/containerd/v2 2.2.1":                                   "2.2.1",
 		"containerd github.com/containerd/containerd/v2 v2.3.7 a1b2c3d4e5f60718293a4b5c6d7e8f90": "2.3.7",
 	} {
 		got, err := ContainerdVersionFromOutput(out)
