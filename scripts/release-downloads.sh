@@ -58,7 +58,8 @@ published_sha256() {
 # returns 1 with the reason in download_error, for the caller to build
 # instead. A file whose sha256 differs, or a checksum file that gives none
 # for it, is refused: the script stops, since building instead would hide a
-# tampered or broken mirror.
+# tampered or broken mirror. (Its callers call it as an if's or ||'s
+# condition, where set -e does not apply: every step checks itself.)
 download_verified() {
   local url=$1 sums_url=$2 dest=$3 name=${1##*/} err sums want got
   download_error=""
@@ -70,7 +71,7 @@ download_verified() {
     download_error="curl is not installed"
     return 1
   fi
-  err=$(mktemp)
+  err=$(mktemp) || exit 1
   if ! sums=$(curl -fsSL --connect-timeout 15 --retry 2 "$sums_url" 2>"$err"); then
     download_error="$sums_url: $(tail -n1 "$err")"
     rm -f "$err"
@@ -82,19 +83,19 @@ download_verified() {
     log "refused: $sums_url gives no sha256 for $name"
     exit 1
   fi
-  mkdir -p "$(dirname "$dest")"
+  mkdir -p "$(dirname "$dest")" || exit 1
   if ! curl -fsSL --connect-timeout 15 --retry 2 -o "$dest.part" "$url" 2>"$err"; then
     download_error="$url: $(tail -n1 "$err")"
     rm -f "$err" "$dest.part"
     return 1
   fi
   rm -f "$err"
-  got=$(sha256sum "$dest.part" | cut -d' ' -f1)
+  got=$(sha256sum "$dest.part" | cut -d' ' -f1) || exit 1
   if [ "$got" != "$want" ]; then
     rm -f "$dest.part"
     log "refused: $url has sha256 $got, but $sums_url publishes $want"
     exit 1
   fi
-  mv "$dest.part" "$dest"
+  mv "$dest.part" "$dest" || exit 1
   log "downloaded $url (sha256 $got, as $sums_url publishes)"
 }

@@ -91,14 +91,11 @@ packed() {
   cp "$kept" "$archive"
 }
 
-# fetch NAME VERSION URL CHECKSUM_URL UNPACK: $CACHE/NAME-VERSION from the
-# release download URL, checked against CHECKSUM_URL and unpacked by the
-# function UNPACK FILE DIR; returns 1 (download_error says why) when it
-# cannot be downloaded.
-fetch() {
-  local dir=$CACHE/$1-$2 url=$3 sums=$4 unpack=$5
-  local file=$work/${url##*/}
-  download_verified "$url" "$sums" "$file" || return 1
+# unpacked NAME-VERSION UNPACK FILE: $CACHE/NAME-VERSION made from the
+# checked download FILE by the function UNPACK FILE DIR. (Called outside
+# an if's condition, where set -e would not stop a failed step.)
+unpacked() {
+  local dir=$CACHE/$1 unpack=$2 file=$3
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp"
   "$unpack" "$file" "$dir.tmp"
@@ -108,7 +105,8 @@ fetch() {
   mv "$dir.tmp" "$dir"
 }
 
-# provide NAME VERSION URL CHECKSUM_URL UNPACK GOBUILD-ARGS...: fetch, else
+# provide NAME VERSION URL CHECKSUM_URL UNPACK GOBUILD-ARGS...: the release
+# download URL, checked against CHECKSUM_URL and unpacked by UNPACK, else
 # gobuild NAME VERSION GOBUILD-ARGS...; it says which.
 provide() {
   local name=$1 version=$2 url=$3 sums=$4 unpack=$5
@@ -117,7 +115,8 @@ provide() {
     log "$name $version: cached"
     return
   fi
-  if fetch "$name" "$version" "$url" "$sums" "$unpack"; then
+  if download_verified "$url" "$sums" "$work/${url##*/}"; then
+    unpacked "$name-$version" "$unpack" "$work/${url##*/}"
     log "$name $version: downloaded"
     return
   fi
@@ -154,7 +153,8 @@ if [ -n "$CNI" ]; then
   if [ -f "$CACHE/cni-plugins-$CNI/.complete" ]; then
     log "cni-plugins $CNI: cached"
     cni_dir=$CACHE/cni-plugins-$CNI
-  elif fetch cni-plugins "$CNI" "$cni_url" "$cni_url.sha256" unpack_cni; then
+  elif download_verified "$cni_url" "$cni_url.sha256" "$work/${cni_url##*/}"; then
+    unpacked "cni-plugins-$CNI" unpack_cni "$work/${cni_url##*/}"
     log "cni-plugins $CNI: downloaded"
     cni_dir=$CACHE/cni-plugins-$CNI
   else
