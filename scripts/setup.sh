@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs and builds what kubenode's tests and main job need, idempotently.
-# Every built binary is cached under $KUBENODE_CACHE/<tool>/<version>/, so a
-# warm run takes seconds.
+# Every binary is cached under $KUBENODE_CACHE/<tool>/<version>/, so a warm
+# run takes seconds. Release binaries (packer, Kubernetes) are downloaded
+# and checked against their published checksums; only when a download cannot
+# be fetched are they built from the Go module proxy, which takes tens of
+# minutes (scripts/release-downloads.sh: the base URLs, a mirror).
 #
 #   scripts/setup.sh packages    Debian packages (apt-get; needs root)
-#   scripts/setup.sh packer      packer, built from the Go module proxy
+#   scripts/setup.sh packer      packer: its release download, else built from the Go module proxy
 #   scripts/setup.sh packer-path prints the packer make dev uses: one on PATH when it
-#                                is $PACKER_VERSION or newer, else the pinned build (built if missing)
+#                                is $PACKER_VERSION or newer, else the pinned build (downloaded or built if missing)
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
 #   scripts/setup.sh k8s         kubeadm, kubelet, kubectl, control plane, etcd (scripts/k8s-binaries.sh)
 #   scripts/setup.sh capirender  the modules of cmd/lab/capirender (a Go module of its own:
@@ -27,6 +30,7 @@ PACKER_PLUGIN_QEMU_VERSION=v1.0.9 # newer tags are not served by the module prox
 
 APT_PACKAGES=(
   ca-certificates git make gcc libc6-dev # go, cgo (race detector, tree-sitter)
+  curl unzip zip                         # release downloads (scripts/release-downloads.sh); zip: the test mirror's packer zip
   xorriso genisoimage                    # read seed discs back independently (xorriso, isoinfo); UDF install-disc fixtures
   wimtools                               # install.wim/install.esd fixtures (wimcapture, wimappend, wimexport)
   openssl whois                          # openssl passwd / mkpasswd check our password hashes
@@ -49,6 +53,8 @@ PACKER_SDC_BIN=$CACHE/packer-sdc/$PACKER_SDC_VERSION/packer-sdc
 PACKER_PLUGIN_QEMU_BIN=$CACHE/packer-plugin-qemu/$PACKER_PLUGIN_QEMU_VERSION/packer-plugin-qemu
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+# shellcheck source=scripts/release-downloads.sh
+. "$ROOT/scripts/release-downloads.sh"
 
 need_go() {
   command -v go >/dev/null || { log "Go is not on PATH: install Go 1.26 or newer (https://go.dev/doc/install)"; exit 1; }
@@ -95,7 +101,31 @@ build_from_module() {
   log "$name $version: built at $bin"
 }
 
-build_packer() {
+# get_packer puts packer at PACKER_BIN: HashiCorp's release zip, checked
+# against its SHA256SUMS, else built from the Go module proxy.
+get_packer() {
+  if [ -x "$PACKER_BIN" ]; then
+    log "packer $PACKER_VERSION: cached at $PACKER_BIN"
+    return
+  fi
+  local v=${PACKER_VERSION#v} arch url zip
+  if ! arch=$(release_arch); then
+    download_error="no release for $(uname -m)"
+  elif ! command -v unzip >/dev/null; then
+    download_error="unzip is not installed"
+  else
+    url=$(release_url releases.hashicorp.com "packer/$v/packer_${v}_linux_$arch.zip")
+    zip=$(dirname "$PACKER_BIN")/${url##*/}
+    if download_verified "$url" "$(release_url releases.hashicorp.com "packer/$v/packer_${v}_SHA256SUMS")" "$zip"; then
+      unzip -p "$zip" packer >"$PACKER_BIN.tmp"
+      rm -f "$zip"
+      chmod 0755 "$PACKER_BIN.tmp"
+      mv "$PACKER_BIN.tmp" "$PACKER_BIN"
+      log "packer $PACKER_VERSION: downloaded to $PACKER_BIN"
+      return
+    fi
+  fi
+  log "packer $PACKER_VERSION: not downloaded ($download_error): building from the Go module proxy instead"
   build_from_module packer github.com/hashicorp/packer "$PACKER_VERSION" "$PACKER_BIN" " (about 7 minutes cold)"
 }
 
@@ -105,9 +135,8 @@ version_at_least() {
 }
 
 # packer_path prints the packer `make dev` installs the plugin into: the
-# one on PATH when it is PACKER_VERSION or newer (no need to spend minutes
-# building another), else the pinned build, built if missing. It says
-# which on stderr.
+# one on PATH when it is PACKER_VERSION or newer, else the pinned one,
+# downloaded (or built) if missing. It says which on stderr.
 packer_path() {
   local found version=""
   if found=$(command -v packer); then
@@ -119,7 +148,7 @@ packer_path() {
     fi
     log "packer: $found is ${version:+v}${version:-of an unknown version}, older than $PACKER_VERSION: using the pinned build"
   fi
-  build_packer
+  get_packer
   log "packer: using $PACKER_BIN"
   echo "$PACKER_BIN"
 }
@@ -181,7 +210,7 @@ print_env() {
 
 case "${1:-all}" in
   packages) packages ;;
-  packer) build_packer ;;
+  packer) get_packer ;;
   packer-path) packer_path ;;
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
@@ -202,7 +231,7 @@ case "${1:-all}" in
     fi
     (build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null) &
     pids+=($!) names+=("packer-sdc, the capirender modules or scripts/k8s-binaries.sh")
-    (build_packer) &
+    (get_packer) &
     pids+=($!) names+=("packer")
     # Whatever fails, nothing is left running.
     trap 'for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done' EXIT

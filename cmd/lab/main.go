@@ -165,7 +165,7 @@ func serveReleases(root, dir string) (*releasemirror.Mirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Printf("lab: release files of Kubernetes %s, containerd %s, runc %s, crictl %s and the CNI plugins, served on 127.0.0.1 (scripts/release-files.sh; built once, cached)\n",
+	fmt.Printf("lab: release files of Kubernetes %s, containerd %s, runc %s, crictl %s and the CNI plugins, served on 127.0.0.1 (scripts/release-files.sh; downloaded, or built where that fails, once, cached)\n",
 		v.Kubernetes, v.Containerd, v.Runc, v.Crictl)
 	return releasemirror.Serve(root, dir, v, os.Stderr)
 }
