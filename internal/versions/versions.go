@@ -129,6 +129,12 @@ type KubernetesMinor struct {
 	// Kubernetes' documentation supports for this minor; nil where not
 	// recorded.
 	WindowsServer []string
+	// KubeLogRunnerRotation: this minor's kube-log-runner rotates the log
+	// file it writes (-log-file-size, -log-file-age: kubernetes/kubernetes
+	// #127667, in component-base's logs/kube-log-runner from v0.34.0). An
+	// older one refuses those flags, so the Windows bake rotates the
+	// kubelet's log with a scheduled task instead.
+	KubeLogRunnerRotation bool
 }
 
 // KubernetesRelease is a Kubernetes release the bake installs: a patch
@@ -276,13 +282,13 @@ var (
 		{Minor: "v1.33", PauseImage: UpstreamPause + ":3.10", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
 			Containerd: []string{"2.1.0", "2.0.4", "1.7.24", "1.6.36"}, EndOfLife: "2026-06-28"},
 		{Minor: "v1.34", PauseImage: UpstreamPause + ":3.10.1", PodInfraContainerImageFlag: true, ContainerdConfigVersions: []int{2, 3},
-			Containerd: []string{"2.1.3", "2.0.6", "1.7.28", "1.6.39"}, EndOfLife: "2026-10-28"},
+			Containerd: []string{"2.1.3", "2.0.6", "1.7.28", "1.6.39"}, EndOfLife: "2026-10-28", KubeLogRunnerRotation: true},
 		{Minor: "v1.35", PauseImage: UpstreamPause + ":3.10.1", ContainerdConfigVersions: []int{2, 3},
-			Containerd: []string{"2.2.0", "2.1.5", "1.7.28"}, EndOfLife: "2027-02-28"},
+			Containerd: []string{"2.2.0", "2.1.5", "1.7.28"}, EndOfLife: "2027-02-28", KubeLogRunnerRotation: true},
 		{Minor: "v1.36", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3},
-			Containerd: []string{"2.3.0", "2.2.0"}, EndOfLife: "2027-06-28", WindowsServer: []string{"2022", "2025"}},
+			Containerd: []string{"2.3.0", "2.2.0"}, EndOfLife: "2027-06-28", WindowsServer: []string{"2022", "2025"}, KubeLogRunnerRotation: true},
 		{Minor: "v1.37", PauseImage: UpstreamPause + ":3.10.2", ContainerdConfigVersions: []int{3},
-			Containerd: []string{"2.4.0", "2.3.0"}, EndOfLife: "2027-10-28", WindowsServer: []string{"2022", "2025"}},
+			Containerd: []string{"2.4.0", "2.3.0"}, EndOfLife: "2027-10-28", WindowsServer: []string{"2022", "2025"}, KubeLogRunnerRotation: true},
 	}
 	ContainerdMinors = []ContainerdMinor{
 		{Minor: "1.7", ConfigVersion: 2, RuncVersion: "v1.2.6", EndOfLife: "2026-09-30", LTS: true},

@@ -87,17 +87,20 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 		version, minor, pause string
 		podInfraFlag          bool
 		containerd            []int
+		// logRotation: kube-log-runner has -log-file-size (component-base
+		// v0.34.0 has it, v0.33.13 not).
+		logRotation bool
 	}{
-		{"v1.30.14", "v1.30", "3.9", true, []int{2, 3}},
-		{"v1.31.0", "v1.31", "3.10", true, []int{2, 3}},
-		{"v1.32.9", "v1.32", "3.10", true, []int{2, 3}},
-		{"v1.33.13", "v1.33", "3.10", true, []int{2, 3}},
-		{"v1.34.3", "v1.34", "3.10.1", true, []int{2, 3}},
-		{"v1.35.4", "v1.35", "3.10.1", false, []int{2, 3}},
+		{"v1.30.14", "v1.30", "3.9", true, []int{2, 3}, false},
+		{"v1.31.0", "v1.31", "3.10", true, []int{2, 3}, false},
+		{"v1.32.9", "v1.32", "3.10", true, []int{2, 3}, false},
+		{"v1.33.13", "v1.33", "3.10", true, []int{2, 3}, false},
+		{"v1.34.3", "v1.34", "3.10.1", true, []int{2, 3}, true},
+		{"v1.35.4", "v1.35", "3.10.1", false, []int{2, 3}, true},
 		// containerd recommends 2.3.0+ and 2.2.0+ only for v1.36.
-		{"v1.36.0", "v1.36", "3.10.2", false, []int{3}},
+		{"v1.36.0", "v1.36", "3.10.2", false, []int{3}, true},
 		// and 2.4.0+ and 2.3.0+ for v1.37.
-		{"v1.37.2", "v1.37", "3.10.2", false, []int{3}},
+		{"v1.37.2", "v1.37", "3.10.2", false, []int{3}, true},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			k, err := LookupKubernetes(tc.version)
@@ -107,6 +110,7 @@ func TestKubernetesFactsPerMinor(t *testing.T) {
 			assert.Equal(t, "registry.k8s.io/pause:"+tc.pause, k.PauseImage)
 			assert.Equal(t, tc.podInfraFlag, k.PodInfraContainerImageFlag)
 			assert.Equal(t, tc.containerd, k.ContainerdConfigVersions)
+			assert.Equal(t, tc.logRotation, k.KubeLogRunnerRotation)
 			assert.Empty(t, k.Unlisted)
 			assert.Empty(t, k.Warning())
 		})

@@ -81,12 +81,14 @@ func (windowsHost) KubeletHasFlags(_ context.Context, flags []string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	return strings.EqualFold(c.BinaryPathName, kubeletCommandLine(flags)), nil
+	return strings.EqualFold(c.BinaryPathName, kubeletCommandLine(c.BinaryPathName, flags)), nil
 }
 
-// kubeletCommandLine is the kubelet service's command line with flags.
-func kubeletCommandLine(flags []string) string {
-	return units.CommandLine(units.WithKubeletFlags(units.WindowsKubeletArgs(), flags...))
+// kubeletCommandLine is the kubelet service's command line with flags,
+// keeping how the service's current command line runs the kubelet
+// (kube-log-runner and the log rotation the image chose).
+func kubeletCommandLine(current string, flags []string) string {
+	return units.CommandLine(units.KubeletServiceArgv(units.SplitCommandLine(current), flags...))
 }
 
 func (windowsHost) DisableFirstBoot() error {
@@ -123,7 +125,7 @@ func setKubeletArgs(flags []string) error {
 	if err != nil {
 		return err
 	}
-	c.BinaryPathName = kubeletCommandLine(flags)
+	c.BinaryPathName = kubeletCommandLine(c.BinaryPathName, flags)
 	c.StartType = mgr.StartAutomatic
 	if err := s.UpdateConfig(c); err != nil {
 		return err

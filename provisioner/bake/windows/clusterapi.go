@@ -181,22 +181,30 @@ func cloudbaseInit(p Plan) []byte {
 // flags separated by spaces; before the join there is no file and the
 // kubelet runs with the image's flags alone (and fails for want of its
 // configuration, as it does until kubeadm writes it).
-func kubeletWrapperScript() string {
-	argv := units.WindowsKubeletArgs()
+func (p Plan) kubeletWrapperScript() string {
+	argv := p.kubeletArgv()
+	i := units.KubeletIndex(argv)
 	return templates.RenderString("start-kubelet.ps1.tmpl", struct {
 		KubeadmFlags, Kubelet string
 		ImageArgs             []string
-	}{KubeadmFlags: kubeadmFlags, Kubelet: argv[2], ImageArgs: argv[3:]})
+	}{KubeadmFlags: kubeadmFlags, Kubelet: argv[i], ImageArgs: argv[i+1:]})
+}
+
+// kubeletArgv is kube-log-runner with the kubelet: the log rotated by
+// kube-log-runner where the release's can.
+func (p Plan) kubeletArgv() []string {
+	return units.WindowsKubeletArgs(p.Kubernetes.KubeLogRunnerRotation)
 }
 
 // kubeletServiceArgv is the kubelet service's command line: kube-log-runner
 // with the kubelet, or, in a Cluster API image, with the wrapper.
 func (p Plan) kubeletServiceArgv() []string {
-	argv := units.WindowsKubeletArgs()
+	argv := p.kubeletArgv()
 	if !p.ClusterAPI {
 		return argv
 	}
-	return append(argv[:2:2], powerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", kubeletWrapper)
+	i := units.KubeletIndex(argv)
+	return append(argv[:i:i], powerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", kubeletWrapper)
 }
 
 // clusterAPISelfCheckInput is what the self-check's Cluster API part
@@ -225,7 +233,7 @@ func clusterAPISelfCheck(p Plan) *clusterAPISelfCheckInput {
 			{Path: cloudbaseInitUnatt, Text: unattend.render(ver), MetadataServices: unattend.MetadataServices},
 		},
 		JoinerService: units.JoinerServiceName, Joiner: units.WindowsJoinerPath,
-		Wrapper: kubeletWrapper, WrapperText: kubeletWrapperScript(),
+		Wrapper: kubeletWrapper, WrapperText: p.kubeletWrapperScript(),
 		KubeletService: units.KubeletServiceName, SentinelDir: ClusterAPISentinelDir,
 	}
 }

@@ -51,7 +51,7 @@ func TestClusterAPISteps(t *testing.T) {
 
 	kubelet := stepScript(t, capi, stepKubelet)
 	assert.Contains(t, kubelet, `Set-KubenodeFile -Path 'C:\k\StartKubelet.ps1'`)
-	assert.Contains(t, kubelet, `$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log `+powerShellExe+` -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'`)
+	assert.Contains(t, kubelet, `$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log --log-file-size=100Mi --log-file-age=168h0m0s `+powerShellExe+` -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'`)
 	assert.Contains(t, kubelet, "'start=', 'auto'", "installed, started by the service manager only at boot")
 	assert.NotContains(t, kubelet, "Start-Service -Name 'kubelet'", "the kubelet is not started in the image")
 
@@ -149,15 +149,21 @@ func TestClusterAPISetupCompleteStartsCloudbaseInit(t *testing.T) {
 // The kubelet wrapper puts kubeadm's flags after the image's, so a flag
 // both give takes kubeadm's value.
 func TestKubeletWrapper(t *testing.T) {
-	w := kubeletWrapperScript()
+	p := clusterAPIPlan(t)
+	w := p.kubeletWrapperScript()
 	assert.False(t, strings.HasPrefix(w, "\uFEFF"), "compared as text after ReadAllText, which drops a BOM")
 	assert.Contains(t, w, `Get-Content -LiteralPath 'C:\var\lib\kubelet\kubeadm-flags.env'`)
 	assert.Contains(t, w, "KUBELET_KUBEADM_ARGS=")
 	assert.Contains(t, w, "& 'C:\\k\\kubelet.exe' @imageArgs @kubeadmArgs\r\n")
-	argv := units.WindowsKubeletArgs()
-	for _, a := range argv[3:] {
+	argv := p.kubeletArgv()
+	i := units.KubeletIndex(argv)
+	for _, a := range argv[i+1:] {
 		assert.Contains(t, w, "'"+a+"'")
 	}
+	for _, a := range argv[:i] {
+		assert.NotContains(t, w, "'"+a+"'", "kube-log-runner's options are the service's, not the kubelet's")
+	}
+	assert.Equal(t, slices.Concat(argv[:i], []string{powerShellExe, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", kubeletWrapper}), p.kubeletServiceArgv())
 	assert.Equal(t, argv, basePlan(t).kubeletServiceArgv(), "a joiner image's service runs the kubelet itself")
 }
 

@@ -258,7 +258,7 @@ func kubelet(p Plan) ([]byte, error) {
 	}
 	if p.ClusterAPI {
 		data.Title += "; the service runs " + kubeletWrapper + ", which adds kubeadm's flags"
-		data.Wrapper, data.WrapperScript = kubeletWrapper, kubeletWrapperScript()
+		data.Wrapper, data.WrapperScript = kubeletWrapper, p.kubeletWrapperScript()
 	}
 	for _, f := range []string{p.Files.Kubelet, p.Files.Kubeadm, p.Files.Kubectl, p.Files.KubeLogRunner} {
 		data.Copies = append(data.Copies, copy{p.Staging + `\` + f, k + `\` + f})

@@ -180,7 +180,7 @@ func renderedWindows(t *testing.T) map[string][]byte {
 			service, unattend := p.cloudbaseInitConfigs()
 			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init.conf", name)] = []byte(service.render(p.CloudbaseInit.Version))
 			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init-unattend.conf", name)] = []byte(unattend.render(p.CloudbaseInit.Version))
-			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(kubeletWrapperScript())
+			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(p.kubeletWrapperScript())
 		}
 		// The answer file has its own goldens in autounattend.
 		for _, f := range FirstBootFiles(p) {
@@ -323,7 +323,7 @@ func TestWindowsPlanValidation(t *testing.T) {
 func TestWindowsServiceRefusesQuotesPowerShellCannotPass(t *testing.T) {
 	err := serviceSpec{Name: "x", Display: "x", Argv: []string{`C:\Program Files\x.exe`}, Start: "auto"}.check()
 	require.ErrorContains(t, err, "needs quoting that Windows PowerShell 5.1 cannot pass to sc.exe")
-	require.NoError(t, serviceSpec{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(), Start: "auto"}.check())
+	require.NoError(t, serviceSpec{Name: units.KubeletServiceName, Display: "kubelet", Argv: units.WindowsKubeletArgs(true), Start: "auto"}.check())
 }
 
 // The kubelet service runs exactly the command line the joiner later
@@ -335,7 +335,7 @@ func TestWindowsServicesUseTheUnitsCommandLines(t *testing.T) {
 	for _, s := range steps {
 		byName[s.Name] = string(s.Script)
 	}
-	assert.Contains(t, byName["kubelet"], "$binPath = '"+units.CommandLine(units.WindowsKubeletArgs())+"'\r\n")
+	assert.Contains(t, byName["kubelet"], "$binPath = '"+units.CommandLine(basePlan(t).kubeletServiceArgv())+"'\r\n")
 	assert.Contains(t, byName["kubelet"], "'depend=', 'containerd'")
 	assert.Contains(t, byName["joiner"], "$binPath = '"+units.CommandLine(units.JoinerServiceArgs())+"'\r\n")
 	assert.Contains(t, byName["joiner"], "'start=', 'disabled'")

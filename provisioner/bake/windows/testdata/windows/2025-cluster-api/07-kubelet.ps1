@@ -152,7 +152,7 @@ $ErrorActionPreference = ''Continue''
 & ''C:\k\kubelet.exe'' @imageArgs @kubeadmArgs
 exit $LASTEXITCODE
 ' | Out-Null
-$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'
+$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log --log-file-size=100Mi --log-file-age=168h0m0s C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File C:\k\StartKubelet.ps1'
 $service = Get-CimInstance -ClassName Win32_Service -Filter 'Name=''kubelet'''
 if (-not $service) {
     Invoke-KubenodeNative -What 'sc.exe create kubelet' -FilePath 'sc.exe' -Arguments @('create', 'kubelet', 'binPath=', $binPath, 'start=', 'auto', 'DisplayName=', 'kubelet', 'depend=', 'containerd')
