@@ -105,6 +105,15 @@ type Windows struct {
 	Links  map[string]bool
 	Owners map[string]string
 	names  map[string]string // how the guest spells an object, by aclKey
+
+	// What the steps left (windows_node.go): Services are the services'
+	// command lines by name; Tasks the scheduled tasks by name.
+	Services map[string]string
+	Tasks    map[string]WindowsTask
+	// Now is the guest's clock (zero: a fixed time); FileTimes the last
+	// write times of the files the steps and tasks wrote.
+	Now       time.Time
+	FileTimes map[string]time.Time
 }
 
 // WindowsImage is what the guest holds when sysprep runs, which every
@@ -293,12 +302,16 @@ var windowsSteps = map[string]func(g *Windows, step, script string) (string, int
 }
 
 // step plays a step that succeeds unless Exit says otherwise, printing
-// Output, after the ACLs its script sets; containers-feature asks for a
-// restart when NeedsRestart, before the first one.
+// Output, after the ACLs its script sets, and records what a step that
+// succeeds leaves (effects); containers-feature asks for a restart when
+// NeedsRestart, before the first one.
 func (g *Windows) step(step, script string) (string, int) {
 	out := "changed: did " + step + "\r\n" + g.playACLs(script) + g.Output[step]
 	if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
 		out += "kubenode-bake: restart required\r\n"
+	}
+	if g.Exit[step] == 0 {
+		g.effects(script)
 	}
 	return out, g.Exit[step]
 }

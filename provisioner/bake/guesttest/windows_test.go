@@ -126,3 +126,22 @@ func TestWindowsRefusesACLFunctionsItCannotRead(t *testing.T) {
 		_ = g.Start(context.Background(), &packersdk.RemoteCmd{Command: `powershell.exe -File "C:\Windows\Temp\kubenode\10-permissions.ps1"`})
 	})
 }
+
+// A step's Set-KubenodeFile, service and scheduled task are left on the
+// guest; a task whose script the double cannot play fails RunTask.
+func TestWindowsKeepsWhatAStepLeaves(t *testing.T) {
+	g := NewWindows()
+	script := "Set-KubenodeFile -Path 'C:\\k\\task.ps1' -Content 'Write-Host ''hi''' | Out-Null\r\n" +
+		"$binPath = 'C:\\k\\x.exe --a=b'\r\n$service = Get-CimInstance -ClassName Win32_Service -Filter 'Name=''x'''\r\n" +
+		"    $action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument '-File C:\\k\\task.ps1'\r\n" +
+		"    $trigger = New-ScheduledTaskTrigger -Once -At (Get-Date).Date\r\n" +
+		"    Register-ScheduledTask -TaskName 't' -Action $action | Out-Null\r\n"
+	require.NoError(t, g.Upload("C:/Windows/Temp/kubenode/06-kubelet.ps1", strings.NewReader(script), nil))
+	_, code := run(t, g, `powershell.exe -File "C:\Windows\Temp\kubenode\06-kubelet.ps1"`)
+	require.Equal(t, 0, code)
+	assert.Equal(t, "Write-Host 'hi'", string(g.Files["C:/k/task.ps1"]))
+	assert.Equal(t, map[string]string{"x": `C:\k\x.exe --a=b`}, g.Services)
+	assert.Equal(t, map[string]WindowsTask{"t": {Execute: "powershell.exe", Arguments: `-File C:\k\task.ps1`}}, g.Tasks)
+	assert.ErrorContains(t, g.RunTask("t"), "the double cannot play")
+	assert.ErrorContains(t, g.RunTask("other"), "no scheduled task other")
+}

@@ -228,6 +228,49 @@ func (svc serviceSpec) check() error {
 // versionCheck is the data of the kubernetes-version template.
 type versionCheck struct{ Name, Path, Version string }
 
+// The scheduled task that rotates the kubelet's log where kube-log-runner
+// cannot (Kubernetes before v1.34: KubernetesMinor.KubeLogRunnerRotation),
+// as Kubernetes' GCE Windows nodes do (cluster/gce/windows/common.psm1
+// Schedule-LogRotation): every hour, as SYSTEM, a script in the locked
+// C:\k copies a log past units.KubeletLogMaxBytes aside and truncates it
+// in place, and removes what it moved aside more than
+// units.KubeletLogMaxAge ago, as kube-log-runner's own rotation does.
+const (
+	kubeletLogTask       = "kubenode-kubelet-log-rotation"
+	kubeletLogRotation   = units.WindowsKubeDir + `\kubenode-rotate-kubelet-log.ps1`
+	kubeletLogTaskMinute = 60
+)
+
+// logRotationTask is the data of the kubelet step's scheduled task.
+type logRotationTask struct {
+	Name, Description, Log, Script, ScriptText, Execute, Arguments string
+	EveryMinutes                                                   int
+}
+
+// kubeletLogTaskFor is the task of p, nil where kube-log-runner rotates
+// the log itself.
+func kubeletLogTaskFor(p Plan) *logRotationTask {
+	if p.Kubernetes.KubeLogRunnerRotation {
+		return nil
+	}
+	log := backslashes(units.WindowsKubeletLog)
+	return &logRotationTask{
+		Name: kubeletLogTask, Log: log, Script: kubeletLogRotation, ScriptText: kubeletLogRotationScript(),
+		Description: fmt.Sprintf("kubenode: every %d minutes, %s past %d MiB is moved aside, and what was moved aside more than %s ago removed (%s)",
+			kubeletLogTaskMinute, log, units.KubeletLogMaxBytes>>20, units.KubeletLogMaxAge, kubeletLogRotation),
+		Execute: powerShellExe, Arguments: "-NoProfile -NonInteractive -ExecutionPolicy Bypass -File " + kubeletLogRotation,
+		EveryMinutes: kubeletLogTaskMinute,
+	}
+}
+
+// kubeletLogRotationScript is the script the task runs.
+func kubeletLogRotationScript() string {
+	return templates.RenderString("rotate-kubelet-log.ps1.tmpl", struct {
+		Log                   string
+		MaxBytes, MaxAgeHours int
+	}{backslashes(units.WindowsKubeletLog), units.KubeletLogMaxBytes, int(units.KubeletLogMaxAge.Hours())})
+}
+
 func kubelet(p Plan) ([]byte, error) {
 	k := units.WindowsKubeDir
 	ver := p.Kubernetes.Version
@@ -247,14 +290,18 @@ func kubelet(p Plan) ([]byte, error) {
 		Kubelet, Kubeadm                           versionCheck
 		ServiceDef                                 serviceSpec
 		Restart                                    restartOnFailure
+		LogTask                                    *logRotationTask
+		LogTaskName                                string
 	}{
 		Title:   "kubelet, kubeadm, kubectl and kube-log-runner " + ver + " in " + k + ", the kubelet service and its firewall rule",
 		Version: ver, Dir: k, Service: units.KubeletServiceName, FirewallRule: kubeletFWRule,
 		Dirs:       []string{k, `C:\var\log\kubelet`, `C:\var\lib\kubelet`, `C:\etc\kubernetes`, `C:\etc\kubernetes\manifests`, `C:\etc\kubernetes\pki`},
 		Kubelet:    versionCheck{"kubelet", k + `\` + p.Files.Kubelet, ver},
 		Kubeadm:    versionCheck{"kubeadm", k + `\` + p.Files.Kubeadm, ver},
-		ServiceDef: svc,
-		Restart:    newRestartOnFailure(units.KubeletServiceName),
+		ServiceDef:  svc,
+		Restart:     newRestartOnFailure(units.KubeletServiceName),
+		LogTask:     kubeletLogTaskFor(p),
+		LogTaskName: kubeletLogTask,
 	}
 	if p.ClusterAPI {
 		data.Title += "; the service runs " + kubeletWrapper + ", which adds kubeadm's flags"

@@ -50,22 +50,19 @@ func newestContainerd(t *testing.T, configVersion int) versions.ContainerdReleas
 	return versions.ContainerdRelease{}
 }
 
-// newestKubernetes is the default Kubernetes release when its minor takes
-// the given containerd config version, else the first release (vX.Y.0) of
-// the newest minor that does.
-func newestKubernetes(t *testing.T, configVersion int) versions.KubernetesRelease {
+// newestWithoutLogRotation is the first release of the newest Kubernetes
+// minor whose kube-log-runner cannot rotate the log (the bake schedules a
+// task instead) and which takes containerd config version 2.
+func newestWithoutLogRotation(t *testing.T) versions.KubernetesRelease {
 	t.Helper()
-	if k, err := versions.LookupKubernetes(""); err == nil && slices.Contains(k.ContainerdConfigVersions, configVersion) {
-		return k
-	}
 	for _, r := range slices.Backward(versions.KubernetesMinors) {
-		if slices.Contains(r.ContainerdConfigVersions, configVersion) {
+		if !r.KubeLogRunnerRotation && slices.Contains(r.ContainerdConfigVersions, 2) {
 			k, err := versions.LookupKubernetes(r.Minor + ".0")
 			require.NoError(t, err)
 			return k
 		}
 	}
-	t.Fatalf("no Kubernetes row takes containerd config version %d", configVersion)
+	t.Fatal("no Kubernetes row without kube-log-runner rotation")
 	return versions.KubernetesRelease{}
 }
 
@@ -90,7 +87,8 @@ func goldenPlans(t *testing.T) map[string]Plan {
 	old := basePlan(t)
 	old.Windows = mustWindows(t, "2019")
 	old.Containerd = newestContainerd(t, 2)
-	old.Kubernetes = newestKubernetes(t, 2)
+	// A kube-log-runner without its own rotation: the scheduled task.
+	old.Kubernetes = newestWithoutLogRotation(t)
 	old.Crictl, err = versions.LookupCrictl("", old.Kubernetes)
 	require.NoError(t, err)
 	old.HyperV = "off"
@@ -182,6 +180,9 @@ func renderedWindows(t *testing.T) map[string][]byte {
 			out[fmt.Sprintf("windows/%s/cloudbase-init/cloudbase-init-unattend.conf", name)] = []byte(unattend.render(p.CloudbaseInit.Version))
 			out[fmt.Sprintf("windows/%s/StartKubelet.ps1", name)] = []byte(p.kubeletWrapperScript())
 		}
+		if task := kubeletLogTaskFor(p); task != nil {
+			out[fmt.Sprintf("windows/%s/kubenode-rotate-kubelet-log.ps1", name)] = []byte(task.ScriptText)
+		}
 		// The answer file has its own goldens in autounattend.
 		for _, f := range FirstBootFiles(p) {
 			if f.Path != firstBootAnswer {
@@ -241,7 +242,7 @@ func TestWindowsScriptsAreCRLFWithABOM(t *testing.T) {
 			continue
 		}
 		s := string(got)
-		if path.Base(name) == "StartKubelet.ps1" {
+		if base := path.Base(name); base == "StartKubelet.ps1" || base == "kubenode-rotate-kubelet-log.ps1" {
 			// Written by Set-KubenodeFile and compared as text, which drops a
 			// BOM: no BOM, and ASCII only, which any code page reads alike.
 			assert.True(t, strings.HasPrefix(s, "# kubenode-bake: "), name)

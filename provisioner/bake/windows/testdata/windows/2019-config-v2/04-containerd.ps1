@@ -151,7 +151,7 @@ state = ''C:\ProgramData\containerd\state''
   address = ''\\.\pipe\containerd-containerd''
 
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "registry.k8s.io/pause:3.10.1"
+  sandbox_image = "registry.k8s.io/pause:3.10"
 
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = ''c:/opt/cni/bin''

@@ -123,6 +123,9 @@ Set-KubenodeFile -Path 'C:\ProgramData\kubenode\joiner.yaml' -Content 'apiVersio
 criSocket: npipe:////./pipe/containerd-containerd
 kind: JoinerConfiguration
 kubeadmPath: C:\k\kubeadm.exe
+kubeletExtraArgs:
+- name: pod-infra-container-image
+  value: registry.k8s.io/pause:3.10
 kubeletPath: C:\k\kubelet.exe
 labels:
   example.com/pool: windows-2019

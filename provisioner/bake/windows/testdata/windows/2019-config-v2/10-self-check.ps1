@@ -64,14 +64,14 @@ if ($feature -and $feature.Installed) {
     Add-KubenodeProblem 'the Containers feature is not installed'
 }
 # Versions.
-Test-KubenodeVersion -Name 'kubelet' -Want 'v1.35.0' -FilePath 'C:\k\kubelet.exe' -Arguments @('--version')
-Test-KubenodeVersion -Name 'kubeadm' -Want 'v1.35.0' -FilePath 'C:\k\kubeadm.exe' -Arguments @('version', '-o', 'short')
+Test-KubenodeVersion -Name 'kubelet' -Want 'v1.33.0' -FilePath 'C:\k\kubelet.exe' -Arguments @('--version')
+Test-KubenodeVersion -Name 'kubeadm' -Want 'v1.33.0' -FilePath 'C:\k\kubeadm.exe' -Arguments @('version', '-o', 'short')
 # `kubectl version --client`: "Client Version: vX.Y.Z" first, then Kustomize's.
 $r = Invoke-KubenodeCheck -FilePath 'C:\k\kubectl.exe' -Arguments @('version', '--client')
-if ($r.Code -eq 0 -and $r.Text -clike 'Client Version: v1.35.0 *') {
-    Write-Host 'ok: kubectl v1.35.0'
+if ($r.Code -eq 0 -and $r.Text -clike 'Client Version: v1.33.0 *') {
+    Write-Host 'ok: kubectl v1.33.0'
 } else {
-    Add-KubenodeProblem ('kubectl reports ''' + $r.Text + ''', want v1.35.0')
+    Add-KubenodeProblem ('kubectl reports ''' + $r.Text + ''', want v1.33.0')
 }
 $r = Invoke-KubenodeCheck -FilePath 'C:\Program Files\containerd\containerd.exe' -Arguments @('--version')
 if ($r.Code -eq 0 -and $r.Text -like '* v1.7.0 *') {

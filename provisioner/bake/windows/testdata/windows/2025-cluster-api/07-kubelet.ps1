@@ -171,6 +171,12 @@ if ($actions -and $actions.Length -ge 28 -and [System.BitConverter]::ToUInt32($a
     Write-Host 'changed: service kubelet restarts 10 s after a failure'
 }
 
+# kube-log-runner rotates the kubelet's log itself (--log-file-size): an earlier bake's task goes.
+if (Get-ScheduledTask -TaskName 'kubenode-kubelet-log-rotation' -ErrorAction SilentlyContinue) {
+    Unregister-ScheduledTask -TaskName 'kubenode-kubelet-log-rotation' -Confirm:$false
+    Write-Host 'changed: scheduled task kubenode-kubelet-log-rotation removed: kube-log-runner rotates the log'
+}
+
 if (Get-NetFirewallRule -Name 'kubenode-kubelet' -ErrorAction SilentlyContinue) {
     Write-Host 'ok: firewall allows the kubelet''s TCP 10250'
 } else {
