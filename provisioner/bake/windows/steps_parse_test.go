@@ -123,7 +123,7 @@ func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
 	tries := tree.Nodes("try_statement")
-	parts := []string{"Start-Transcript -Path", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled"}
+	parts := []string{"Start-Transcript -Path", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled", "Resize-Partition -DriveLetter $letter"}
 	var top []string
 	for _, n := range tries {
 		if strings.Contains(n, "$failed = $true") {

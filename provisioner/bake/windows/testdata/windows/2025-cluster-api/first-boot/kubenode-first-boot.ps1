@@ -173,6 +173,23 @@ try {
     Write-KubenodeSerial ('FAILED: the WinRM and sshd services: ' + $_.Exception.Message)
 }
 
+# the system volume: it fills the clone's disk, which may be larger than the build's
+try {
+    $letter = $env:SystemDrive.TrimEnd(':')
+    $partition = Get-Partition -DriveLetter $letter
+    $supported = Get-PartitionSupportedSize -DriveLetter $letter
+    # Less than 1 MiB more is alignment, not room to grow (Resize-Partition refuses it).
+    if ($supported.SizeMax - $partition.Size -ge 1048576) {
+        Resize-Partition -DriveLetter $letter -Size $supported.SizeMax
+        Write-KubenodeSerial ('changed: ' + $env:SystemDrive + ' grown from ' + $partition.Size + ' to ' + $supported.SizeMax + ' bytes, the room its disk has')
+    } else {
+        Write-KubenodeSerial ('ok: ' + $env:SystemDrive + ' has the room its disk has (' + $partition.Size + ' bytes)')
+    }
+} catch {
+    $failed = $true
+    Write-KubenodeSerial ('FAILED: growing the system volume: ' + $_.Exception.Message)
+}
+
 if ($failed) {
     Write-KubenodeSerial 'done, with the failures above'
 } else {
