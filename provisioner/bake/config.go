@@ -246,6 +246,31 @@ type Config struct {
 	// paths with `/`), which would split it into more flags; `node-labels`
 	// and `register-with-taints` are refused (use `node_labels`).
 	KubeletExtraArgs map[string]string `mapstructure:"kubelet_extra_args"`
+	// Windows: the kubelet's process priority class
+	// (`--windows-priorityclass`): `IDLE_PRIORITY_CLASS`,
+	// `BELOW_NORMAL_PRIORITY_CLASS`, `NORMAL_PRIORITY_CLASS`,
+	// `ABOVE_NORMAL_PRIORITY_CLASS`, `HIGH_PRIORITY_CLASS` or
+	// `REALTIME_PRIORITY_CLASS`. Above normal, busy Pods cannot starve the
+	// kubelet of CPU, as Kubernetes' "Resource Management for Windows nodes"
+	// advises. It is in the kubelet service's command line and the joiner's
+	// configuration, so it stays after the join; with `bootstrap =
+	// "cluster-api"` the KubeadmConfigTemplate's kubeletExtraArgs override
+	// it. Refused for a Linux guest. Default `ABOVE_NORMAL_PRIORITY_CLASS`.
+	KubeletPriorityClass string `mapstructure:"kubelet_priority_class"`
+	// Windows: what the kubelet keeps from Pods for Windows itself
+	// (`--system-reserved`), by resource (`cpu`, `memory`,
+	// `ephemeral-storage`, `pid`), each a quantity (`500m`, `2Gi`; `pid` a
+	// number). Windows pages instead of ending processes when memory runs
+	// out, so Pods must not be scheduled onto the memory Windows needs:
+	// Kubernetes advises at least 2 GiB. Carried like
+	// `kubelet_priority_class`. Refused for a Linux guest (use
+	// `kubelet_extra_args` there). Default `{ memory = "2Gi" }`; `{}`
+	// reserves nothing.
+	KubeletSystemReserved map[string]string `mapstructure:"kubelet_system_reserved"`
+	// Windows: what the kubelet keeps from Pods for the kubelet and
+	// containerd (`--kube-reserved`), in the form of
+	// `kubelet_system_reserved`. Refused for a Linux guest. Default: none.
+	KubeletKubeReserved map[string]string `mapstructure:"kubelet_kube_reserved"`
 	// Make every VM from the image a new machine. Default true. Linux:
 	// remove machine-id, SSH host keys, cloud-init state and logs at the
 	// end. Windows: close the build's WinRM/SSH access, autologon and UAC

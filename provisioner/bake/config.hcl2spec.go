@@ -56,6 +56,9 @@ type FlatConfig struct {
 	InstallJoiner                 *bool                `mapstructure:"install_joiner" cty:"install_joiner" hcl:"install_joiner"`
 	NodeLabels                    map[string]string    `mapstructure:"node_labels" cty:"node_labels" hcl:"node_labels"`
 	KubeletExtraArgs              map[string]string    `mapstructure:"kubelet_extra_args" cty:"kubelet_extra_args" hcl:"kubelet_extra_args"`
+	KubeletPriorityClass          *string              `mapstructure:"kubelet_priority_class" cty:"kubelet_priority_class" hcl:"kubelet_priority_class"`
+	KubeletSystemReserved         map[string]string    `mapstructure:"kubelet_system_reserved" cty:"kubelet_system_reserved" hcl:"kubelet_system_reserved"`
+	KubeletKubeReserved           map[string]string    `mapstructure:"kubelet_kube_reserved" cty:"kubelet_kube_reserved" hcl:"kubelet_kube_reserved"`
 	Generalize                    *bool                `mapstructure:"generalize" cty:"generalize" hcl:"generalize"`
 	KeepBuildAccount              *bool                `mapstructure:"keep_build_account" cty:"keep_build_account" hcl:"keep_build_account"`
 	HostnamePrefix                *string              `mapstructure:"hostname_prefix" cty:"hostname_prefix" hcl:"hostname_prefix"`
@@ -123,6 +126,9 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"install_joiner":                   &hcldec.AttrSpec{Name: "install_joiner", Type: cty.Bool, Required: false},
 		"node_labels":                      &hcldec.AttrSpec{Name: "node_labels", Type: cty.Map(cty.String), Required: false},
 		"kubelet_extra_args":               &hcldec.AttrSpec{Name: "kubelet_extra_args", Type: cty.Map(cty.String), Required: false},
+		"kubelet_priority_class":           &hcldec.AttrSpec{Name: "kubelet_priority_class", Type: cty.String, Required: false},
+		"kubelet_system_reserved":          &hcldec.AttrSpec{Name: "kubelet_system_reserved", Type: cty.Map(cty.String), Required: false},
+		"kubelet_kube_reserved":            &hcldec.AttrSpec{Name: "kubelet_kube_reserved", Type: cty.Map(cty.String), Required: false},
 		"generalize":                       &hcldec.AttrSpec{Name: "generalize", Type: cty.Bool, Required: false},
 		"keep_build_account":               &hcldec.AttrSpec{Name: "keep_build_account", Type: cty.Bool, Required: false},
 		"hostname_prefix":                  &hcldec.AttrSpec{Name: "hostname_prefix", Type: cty.String, Required: false},

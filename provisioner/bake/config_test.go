@@ -447,3 +447,43 @@ func TestPrepareWindowsAutomaticUpdates(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `windows_automatic_updates: Windows' automatic updates are for Windows guests; remove windows_automatic_updates for a Linux guest`)
 }
+
+// The Windows kubelet's priority and reserves: the plan's defaults when
+// unset, an empty reserve kept empty, every bad value named by its key.
+func TestPrepareWindowsKubeletResources(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows"}))
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.Equal(t, "ABOVE_NORMAL_PRIORITY_CLASS", plan.KubeletPriorityClass)
+	assert.Equal(t, map[string]string{"memory": "2Gi"}, plan.KubeletSystemReserved)
+	assert.Empty(t, plan.KubeletKubeReserved)
+
+	c = Config{}
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows",
+		"kubelet_priority_class": "HIGH_PRIORITY_CLASS", "kubelet_system_reserved": map[string]string{},
+		"kubelet_kube_reserved": map[string]string{"memory": "500Mi"}}))
+	plan, _, err = c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.Equal(t, "HIGH_PRIORITY_CLASS", plan.KubeletPriorityClass)
+	assert.NotNil(t, plan.KubeletSystemReserved, "{} reserves nothing, unlike unset")
+	assert.Empty(t, plan.KubeletSystemReserved)
+	assert.Equal(t, map[string]string{"memory": "500Mi"}, plan.KubeletKubeReserved)
+
+	for _, guest := range []string{"windows", ""} {
+		c = Config{}
+		err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest,
+			"kubelet_priority_class": "high", "kubelet_kube_reserved": map[string]string{"memory": "lots"},
+			"kubelet_extra_args": map[string]string{"kube-reserved": "memory=1Gi"}})
+		require.Error(t, err, guest)
+		assert.Contains(t, err.Error(), `kubelet_priority_class: "high" is not a priority class the kubelet knows`)
+		assert.Contains(t, err.Error(), `kubelet_kube_reserved["memory"]: "lots" is not a quantity`)
+		if guest == "windows" {
+			assert.Contains(t, err.Error(), `kubelet_extra_args["kube-reserved"]: on Windows kubelet_kube_reserved sets it`)
+		} else {
+			assert.NotContains(t, err.Error(), `kubelet_extra_args`, "a Linux guest takes --kube-reserved there")
+		}
+	}
+}

@@ -35,6 +35,12 @@ var guestRules = []guestRule{
 		return c.Bootstrap == node.BootstrapClusterAPI && len(c.CloudbaseInitMetadataServices) > 0
 	},
 		`cloudbase_init_metadata_services: Windows-only (cloudbase-init's metadata services); a Linux guest gets cloud-init: remove it, and set cloud_init_datasources if the default does not fit`},
+	{"linux", func(c *Config) bool { return c.KubeletPriorityClass != "" },
+		`kubelet_priority_class: the kubelet's Windows process priority; remove it for a Linux guest`},
+	{"linux", func(c *Config) bool { return c.KubeletSystemReserved != nil },
+		`kubelet_system_reserved: Windows-only; for a Linux guest remove it and give the kubelet --system-reserved with kubelet_extra_args`},
+	{"linux", func(c *Config) bool { return c.KubeletKubeReserved != nil },
+		`kubelet_kube_reserved: Windows-only; for a Linux guest remove it and give the kubelet --kube-reserved with kubelet_extra_args`},
 	{"linux", func(c *Config) bool { return c.WindowsUpdate },
 		`windows_update: Windows Update is for Windows guests; remove windows_update for a Linux guest (update its packages with a shell provisioner)`},
 	{"linux", func(c *Config) bool { return c.WindowsAutomaticUpdates },

@@ -52,6 +52,9 @@ func TestGuestRulesOneWording(t *testing.T) {
 		{"linux", with(capi, "cloudbase_init_metadata_services", []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"})},
 		{"linux", map[string]any{"windows_update": true}},
 		{"linux", map[string]any{"windows_automatic_updates": true}},
+		{"linux", map[string]any{"kubelet_priority_class": "HIGH_PRIORITY_CLASS"}},
+		{"linux", map[string]any{"kubelet_system_reserved": map[string]string{"memory": "1Gi"}}},
+		{"linux", map[string]any{"kubelet_kube_reserved": map[string]string{}}},
 	}
 	require.Len(t, cases, len(guestRules), "a case for each rule")
 	for _, tc := range cases {

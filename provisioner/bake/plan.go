@@ -32,6 +32,9 @@ func (c *Config) nodeImage(guest string, win versions.WindowsRelease) (node.Imag
 		InstallJoiner:                 isTrue(c.InstallJoiner),
 		NodeLabels:                    c.NodeLabels,
 		KubeletExtraArgs:              c.KubeletExtraArgs,
+		KubeletPriorityClass:          c.KubeletPriorityClass,
+		KubeletSystemReserved:         c.KubeletSystemReserved,
+		KubeletKubeReserved:           c.KubeletKubeReserved,
 
 		Generalize:           isTrue(c.Generalize),
 		HostnamePrefix:       c.HostnamePrefix,

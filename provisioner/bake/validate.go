@@ -8,6 +8,7 @@ import (
 	joinerconfig "github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
+	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
 // validateNode checks, for Linux and Windows guests alike, what the image
@@ -32,6 +33,13 @@ func (c *Config) validateNode() []error {
 			}
 		}
 	}
+	// The Windows kubelet's priority and reserves; their overlap with
+	// kubelet_extra_args only matters on Windows.
+	extra := c.KubeletExtraArgs
+	if c.GuestOS != "windows" {
+		extra = nil
+	}
+	errs = append(errs, windows.CheckKubeletResources(c.KubeletPriorityClass, c.KubeletSystemReserved, c.KubeletKubeReserved, extra)...)
 	for _, kv := range [][2]string{{"pause_image", c.PauseImage}, {"http_proxy", c.HTTPProxy}, {"https_proxy", c.HTTPSProxy}, {"no_proxy", c.NoProxy}} {
 		if why := node.OneLine(kv[1]); why != "" {
 			errs = append(errs, fmt.Errorf("%s: %s", kv[0], why))

@@ -120,7 +120,7 @@ func RenderKubeadmJoinConfiguration(cfg *config.Config, api KubeadmAPI) ([]byte,
 	for _, a := range cfg.KubeletExtraArgs {
 		args = append(args, kubeadmapi.Arg{Name: a.Name, Value: a.Value})
 	}
-	if labels := labelList(cfg.Labels); labels != "" {
+	if labels := config.LabelList(cfg.Labels); labels != "" {
 		args = append(args, kubeadmapi.Arg{Name: "node-labels", Value: labels})
 	}
 	if api.KubeletArgsMap {

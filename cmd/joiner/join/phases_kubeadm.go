@@ -23,7 +23,7 @@ func writeKubeadmConfig(_ context.Context, d *data) error {
 	if err != nil {
 		return err
 	}
-	d.kubeadmFlags = KubeletRegistrationFlags(d.cfg)
+	d.kubeadmFlags = d.cfg.KubeletFlags()
 	if err := config.WriteFileAtomic(d.opts.Paths.KubeadmConfig, data, 0o600); err != nil {
 		return err
 	}

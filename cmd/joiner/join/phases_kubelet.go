@@ -5,41 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
-	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/units"
 )
-
-// KubeletRegistrationFlags are the flags the kubelet must have at its
-// first start so the Node registers with its name, labels and taints.
-func KubeletRegistrationFlags(cfg *config.Config) []string {
-	flags := []string{"--hostname-override=" + cfg.NodeName}
-	if labels := labelList(cfg.Labels); labels != "" {
-		flags = append(flags, "--node-labels="+labels)
-	}
-	if len(cfg.Taints) > 0 {
-		var ts []string
-		for _, t := range cfg.Taints {
-			ts = append(ts, t.ToString())
-		}
-		flags = append(flags, "--register-with-taints="+strings.Join(ts, ","))
-	}
-	for _, a := range cfg.KubeletExtraArgs {
-		flags = append(flags, "--"+a.Name+"="+a.Value)
-	}
-	return flags
-}
-
-func labelList(labels map[string]string) string {
-	var parts []string
-	for k, v := range labels {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
-}
 
 func prepareKubelet(ctx context.Context, d *data) error {
 	return d.opts.Host.PrepareKubelet(ctx, d.kubeadmFlags)
@@ -60,7 +28,7 @@ func restartKubelet(ctx context.Context, d *data) error {
 		return err
 	}
 	if d.kubeadmFlags == nil {
-		d.kubeadmFlags = KubeletRegistrationFlags(d.cfg)
+		d.kubeadmFlags = d.cfg.KubeletFlags()
 	}
 	// kubeadm's flags, then ours: our name, labels and taints win.
 	if env != nil {

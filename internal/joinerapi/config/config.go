@@ -589,6 +589,40 @@ func validateTaints(taints []corev1.Taint, p *field.Path) field.ErrorList {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
+// KubeletFlags are the kubelet flags this configuration asks for: the
+// Node's name, labels and taints to register with, then kubeletExtraArgs.
+// The joiner gives them to the kubelet at its first start and, on Windows,
+// to the kubelet service's command line after kubeadm join (after
+// kubeadm's, so these win).
+func (c *Config) KubeletFlags() []string {
+	flags := []string{"--hostname-override=" + c.NodeName}
+	if labels := LabelList(c.Labels); labels != "" {
+		flags = append(flags, "--node-labels="+labels)
+	}
+	if len(c.Taints) > 0 {
+		var ts []string
+		for _, t := range c.Taints {
+			ts = append(ts, t.ToString())
+		}
+		flags = append(flags, "--register-with-taints="+strings.Join(ts, ","))
+	}
+	for _, a := range c.KubeletExtraArgs {
+		flags = append(flags, "--"+a.Name+"="+a.Value)
+	}
+	return flags
+}
+
+// LabelList is labels as --node-labels takes them: key=value, sorted,
+// comma-separated.
+func LabelList(labels map[string]string) string {
+	var parts []string
+	for k, v := range labels {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
 // Marshal renders c as YAML.
 func (c *Config) Marshal() ([]byte, error) {
 	c.TypeMeta = metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}

@@ -47,6 +47,10 @@ type Image struct {
 	InstallJoiner    bool
 	NodeLabels       map[string]string
 	KubeletExtraArgs map[string]string
+	// Windows: the kubelet's priority class and reserves (empty, nil: the
+	// Windows package's defaults).
+	KubeletPriorityClass                       string
+	KubeletSystemReserved, KubeletKubeReserved map[string]string
 
 	// Images are preloaded into containerd; RegistryHosts written to its
 	// hosts directory.

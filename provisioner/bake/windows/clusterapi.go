@@ -191,9 +191,10 @@ func (p Plan) kubeletWrapperScript() string {
 }
 
 // kubeletArgv is kube-log-runner with the kubelet: the log rotated by
-// kube-log-runner where the release's can.
+// kube-log-runner where the release's can, the kubelet with the image's
+// priority and reserves.
 func (p Plan) kubeletArgv() []string {
-	return units.WindowsKubeletArgs(p.Kubernetes.KubeLogRunnerRotation)
+	return units.WithKubeletFlags(units.WindowsKubeletArgs(p.Kubernetes.KubeLogRunnerRotation), p.kubeletImageFlags()...)
 }
 
 // kubeletServiceArgv is the kubelet service's command line: kube-log-runner

@@ -45,6 +45,13 @@ type Plan struct {
 	InstallJoiner    bool
 	NodeLabels       map[string]string
 	KubeletExtraArgs map[string]string
+	// KubeletPriorityClass (default DefaultKubeletPriorityClass),
+	// KubeletSystemReserved (nil: DefaultKubeletSystemReserved) and
+	// KubeletKubeReserved are the kubelet's priority and reserves
+	// (kubelet.go), in the image's kubelet flags and the joiner's.
+	KubeletPriorityClass  string
+	KubeletSystemReserved map[string]string
+	KubeletKubeReserved   map[string]string
 	// ClusterAPI readies the image for Cluster API's kubeadm bootstrap
 	// (bootstrap = "cluster-api", clusterapi.go): cloudbase-init installed
 	// and configured with CloudbaseInitMetadataServices (default
@@ -147,6 +154,12 @@ func (p Plan) WithDefaults() Plan {
 	}
 	if p.HyperV == "" {
 		p.HyperV = "auto"
+	}
+	if p.KubeletPriorityClass == "" {
+		p.KubeletPriorityClass = DefaultKubeletPriorityClass
+	}
+	if p.KubeletSystemReserved == nil {
+		p.KubeletSystemReserved = maps.Clone(DefaultKubeletSystemReserved)
 	}
 	if p.Staging == "" {
 		p.Staging = defaultStaging
@@ -252,6 +265,7 @@ func (p Plan) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, CheckKubeletResources(p.KubeletPriorityClass, p.KubeletSystemReserved, p.KubeletKubeReserved, p.KubeletExtraArgs)...)
 	errs = append(errs, p.validateClusterAPI()...)
 	errs = append(errs, p.validateBasics()...)
 	return joinSorted(errs)
@@ -286,10 +300,10 @@ func (p Plan) joinerConfig() ([]byte, error) {
 	jc.KubeadmPath = units.WindowsKubeDir + `\kubeadm.exe`
 	jc.KubeletPath = units.WindowsKubeDir + `\kubelet.exe`
 	jc.Labels = p.NodeLabels
-	args := maps.Clone(p.KubeletExtraArgs)
-	if args == nil {
-		args = map[string]string{}
-	}
+	// The image's priority and reserves: the joiner's re-registration of
+	// the kubelet service after kubeadm join keeps the flags it is given.
+	args := p.kubeletImageArgs()
+	maps.Copy(args, p.KubeletExtraArgs)
 	if _, set := args[versions.PodInfraContainerImage]; !set && p.Kubernetes.PodInfraContainerImageFlag {
 		args[versions.PodInfraContainerImage] = p.PauseImage
 	}
@@ -298,7 +312,7 @@ func (p Plan) joinerConfig() ([]byte, error) {
 	}
 	data, err := jc.Marshal()
 	if err != nil {
-		return nil, fmt.Errorf("node_labels / kubelet_extra_args: rendering the joiner's configuration: %w", err)
+		return nil, fmt.Errorf("node_labels / kubelet_extra_args / kubelet_priority_class / kubelet_system_reserved / kubelet_kube_reserved: rendering the joiner's configuration: %w", err)
 	}
 	// The joiner checks its configuration when the node boots; check it
 	// now, when the fix is one edit away.

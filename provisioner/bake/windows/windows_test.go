@@ -112,6 +112,9 @@ func goldenPlans(t *testing.T) map[string]Plan {
 	current.HyperV = "on"
 	current.DefenderExclusions = false
 	current.KubeletExtraArgs = map[string]string{"v": "2", "max-pods": "60"}
+	current.KubeletPriorityClass = "HIGH_PRIORITY_CLASS"
+	current.KubeletSystemReserved = map[string]string{"memory": "3Gi", "cpu": "500m"}
+	current.KubeletKubeReserved = map[string]string{"memory": "512Mi", "pid": "1000"}
 	current.NodeLabels = map[string]string{"example.com/role": "worker", "node.kubernetes.io/instance-type": "kubenode"}
 	// clone_admin_password empty: each clone makes its own.
 	current.RandomClonePassword = true

@@ -126,6 +126,10 @@ kubeadmPath: C:\k\kubeadm.exe
 kubeletExtraArgs:
 - name: pod-infra-container-image
   value: registry.k8s.io/pause:3.10
+- name: system-reserved
+  value: memory=2Gi
+- name: windows-priorityclass
+  value: ABOVE_NORMAL_PRIORITY_CLASS
 kubeletPath: C:\k\kubelet.exe
 labels:
   example.com/pool: windows-2019

@@ -123,6 +123,11 @@ Set-KubenodeFile -Path 'C:\ProgramData\kubenode\joiner.yaml' -Content 'apiVersio
 criSocket: npipe:////./pipe/containerd-containerd
 kind: JoinerConfiguration
 kubeadmPath: C:\k\kubeadm.exe
+kubeletExtraArgs:
+- name: system-reserved
+  value: memory=2Gi
+- name: windows-priorityclass
+  value: ABOVE_NORMAL_PRIORITY_CLASS
 kubeletPath: C:\k\kubelet.exe
 timeouts: {}
 ' | Out-Null

@@ -25,6 +25,8 @@ $imageArgs = @(
     '--enforce-node-allocatable='
     '--container-runtime-endpoint=npipe:////./pipe/containerd-containerd'
     '--resolv-conf='
+    '--system-reserved=memory=2Gi'
+    '--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS'
 )
 # The kubelet logs to stderr: no line of it may stop this script (and the service).
 $ErrorActionPreference = 'Continue'

@@ -109,7 +109,7 @@ Add-KubenodeMachinePath -Dir 'C:\k'
 # An sc.exe service cannot read kubeadm-flags.env: after `kubeadm join` the joiner
 # re-registers this service with KUBELET_KUBEADM_ARGS appended; by hand:
 # sc.exe config kubelet binPath= "<this command line> <the flags>".
-$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log --log-file-size=100Mi --log-file-age=168h0m0s C:\k\kubelet.exe --windows-service --cert-dir=C:/var/lib/kubelet/pki --config=C:/var/lib/kubelet/config.yaml --bootstrap-kubeconfig=C:/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=C:/etc/kubernetes/kubelet.conf --enable-debugging-handlers --cgroups-per-qos=false --enforce-node-allocatable= --container-runtime-endpoint=npipe:////./pipe/containerd-containerd --resolv-conf='
+$binPath = 'C:\k\kube-log-runner.exe --log-file=C:/var/log/kubelet/kubelet.log --log-file-size=100Mi --log-file-age=168h0m0s C:\k\kubelet.exe --windows-service --cert-dir=C:/var/lib/kubelet/pki --config=C:/var/lib/kubelet/config.yaml --bootstrap-kubeconfig=C:/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=C:/etc/kubernetes/kubelet.conf --enable-debugging-handlers --cgroups-per-qos=false --enforce-node-allocatable= --container-runtime-endpoint=npipe:////./pipe/containerd-containerd --resolv-conf= --kube-reserved=memory=512Mi,pid=1000 --system-reserved=cpu=500m,memory=3Gi --windows-priorityclass=HIGH_PRIORITY_CLASS'
 $service = Get-CimInstance -ClassName Win32_Service -Filter 'Name=''kubelet'''
 if (-not $service) {
     Invoke-KubenodeNative -What 'sc.exe create kubelet' -FilePath 'sc.exe' -Arguments @('create', 'kubelet', 'binPath=', $binPath, 'start=', 'auto', 'DisplayName=', 'kubelet', 'depend=', 'containerd')

@@ -124,10 +124,16 @@ criSocket: npipe:////./pipe/containerd-containerd
 kind: JoinerConfiguration
 kubeadmPath: C:\k\kubeadm.exe
 kubeletExtraArgs:
+- name: kube-reserved
+  value: memory=512Mi,pid=1000
 - name: max-pods
   value: "60"
+- name: system-reserved
+  value: cpu=500m,memory=3Gi
 - name: v
   value: "2"
+- name: windows-priorityclass
+  value: HIGH_PRIORITY_CLASS
 kubeletPath: C:\k\kubelet.exe
 labels:
   example.com/role: worker
