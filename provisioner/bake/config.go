@@ -196,6 +196,17 @@ type Config struct {
 	// Windows: install Hyper-V with the Containers feature: `auto` (only
 	// when the guest supports virtualization), `on` or `off`. Default `auto`.
 	HyperV string `mapstructure:"hyperv"`
+	// Windows: the NTP servers the Windows Time service syncs with, host
+	// names or IP addresses, e.g. `["ntp.example.com", "192.0.2.123"]`. The
+	// bake sets them as its manual peer list (`w32tm /config
+	// /manualpeerlist:... /syncfromflags:manual`), and each clone's first
+	// boot sets them again should sysprep have reset them; with `bootstrap =
+	// "cluster-api"`, cloudbase-init then no longer takes the servers DHCP
+	// offers. Refused for a Linux guest (configure chrony or
+	// systemd-timesyncd with a shell provisioner). Default: none, Windows'
+	// own sources (`time.windows.com` outside a domain; with `bootstrap =
+	// "cluster-api"`, the servers DHCP offers).
+	NTPServers []string `mapstructure:"ntp_servers"`
 	// How long to wait for Windows to come back after the Containers
 	// feature's reboot. Default 15m.
 	RestartTimeout time.Duration `mapstructure:"restart_timeout"`

@@ -487,3 +487,18 @@ func TestPrepareWindowsKubeletResources(t *testing.T) {
 		}
 	}
 }
+
+func TestPrepareNTPServers(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows", "ntp_servers": []string{"ntp.example.com", "192.0.2.123"}}))
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ntp.example.com", "192.0.2.123"}, plan.NTPServers)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "ntp_servers": []string{"ntp.example.com:123"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `ntp_servers[0]: "ntp.example.com:123" is neither a host name nor an IP address`)
+}

@@ -43,6 +43,7 @@ func (c *Config) nodeImage(guest string, win versions.WindowsRelease) (node.Imag
 		CloneAdminPassword:   c.CloneAdminPassword,
 		DefenderExclusions:   isTrue(c.DefenderExclusions),
 		HyperV:               c.HyperV,
+		NTPServers:           c.NTPServers,
 		RestartTimeout:       c.RestartTimeout,
 		WindowsUpdate:        c.WindowsUpdate,
 		WindowsUpdateTimeout: c.WindowsUpdateTimeout,

@@ -28,3 +28,20 @@ func TestRunWindowsSelfCheckFailureListsEveryProblem(t *testing.T) {
 	steps := g.Steps()
 	assert.Equal(t, node.StepSelfCheck, steps[len(steps)-1], "neither cleanup nor sysprep runs after it")
 }
+
+func TestNTPServersAreChecked(t *testing.T) {
+	assert.Empty(t, CheckNTPServers([]string{"time.example.com", "Pool.NTP.org", "192.0.2.1", "2001:db8::1"}))
+	var msgs []string
+	for _, err := range CheckNTPServers([]string{"time.example.com", "", "a b", "time.example.com,0x1", "TIME.example.com"}) {
+		msgs = append(msgs, err.Error())
+	}
+	assert.Equal(t, []string{
+		`ntp_servers[1]: "" is neither a host name nor an IP address`,
+		`ntp_servers[2]: "a b" is neither a host name nor an IP address`,
+		`ntp_servers[3]: "time.example.com,0x1" is neither a host name nor an IP address`,
+		`ntp_servers[4]: "TIME.example.com" is listed twice`,
+	}, msgs)
+	p := basePlan(t)
+	p.NTPServers = []string{"a b"}
+	assert.ErrorContains(t, p.Validate(), `ntp_servers[0]: "a b" is neither a host name nor an IP address`)
+}

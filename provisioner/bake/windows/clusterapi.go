@@ -88,6 +88,7 @@ const (
 	cloudbaseInitMTU           = "cloudbaseinit.plugins.common.mtu.MTUPlugin"
 	cloudbaseInitSetHostName   = "cloudbaseinit.plugins.common.sethostname.SetHostNamePlugin"
 	cloudbaseInitExtendVolumes = "cloudbaseinit.plugins.windows.extendvolumes.ExtendVolumesPlugin"
+	cloudbaseInitNTPClient     = "cloudbaseinit.plugins.windows.ntpclient.NTPClientPlugin"
 	cloudbaseInitLocalScripts  = "cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin"
 )
 
@@ -100,23 +101,34 @@ type cloudbaseInitConfig struct {
 	// Unattend: the run in sysprep's specialize pass, which must neither
 	// restart Windows nor leave the service stopped for Setup.
 	Unattend bool
+	// NTPFromDHCP: the NTP client plugin takes the servers DHCP offers
+	// (none named by ntp_servers).
+	NTPFromDHCP bool
 }
 
 // Plugins of the specialize pass: the network's MTU and the machine's
 // name, before Windows first starts its network services.
 var cloudbaseInitUnattendPlugins = []string{cloudbaseInitMTU, cloudbaseInitSetHostName}
 
-// Plugins of the service, after Setup: the user data (Cluster API's
-// kubeadm join) last but for local scripts, once the disk is extended.
-var cloudbaseInitServicePlugins = []string{cloudbaseInitMTU, cloudbaseInitSetHostName, cloudbaseInitExtendVolumes, cloudbaseInitUserData, cloudbaseInitLocalScripts}
+// Plugins of the service, after Setup: the time service running and
+// syncing (ntp_use_dhcp_config does nothing without the NTP client
+// plugin), the user data (Cluster API's kubeadm join) last but for local
+// scripts, once the disk is extended. The NTP client plugin first sets the
+// RTC's time base to real_time_clock_utc and restarts Windows when it
+// differs (cloudbase-init plugins/common/ntpclient.py): the configuration
+// says true, as the image's RealTimeIsUniversal = 1 (autounattend's
+// RTCIsUniversalCommand), so it changes nothing, where its default (false)
+// would set local time and restart.
+var cloudbaseInitServicePlugins = []string{cloudbaseInitMTU, cloudbaseInitNTPClient, cloudbaseInitSetHostName, cloudbaseInitExtendVolumes, cloudbaseInitUserData, cloudbaseInitLocalScripts}
 
 func (p Plan) cloudbaseInitConfigs() (service, unattend cloudbaseInitConfig) {
 	services := p.CloudbaseInitMetadataServices
 	if len(services) == 0 {
 		services = DefaultCloudbaseInitMetadataServices
 	}
-	return cloudbaseInitConfig{LogFile: "cloudbase-init.log", MetadataServices: services, Plugins: cloudbaseInitServicePlugins},
-		cloudbaseInitConfig{LogFile: "cloudbase-init-unattend.log", MetadataServices: services, Plugins: cloudbaseInitUnattendPlugins, Unattend: true}
+	dhcp := len(p.NTPServers) == 0
+	return cloudbaseInitConfig{LogFile: "cloudbase-init.log", MetadataServices: services, Plugins: cloudbaseInitServicePlugins, NTPFromDHCP: dhcp},
+		cloudbaseInitConfig{LogFile: "cloudbase-init-unattend.log", MetadataServices: services, Plugins: cloudbaseInitUnattendPlugins, Unattend: true, NTPFromDHCP: dhcp}
 }
 
 // render writes the file in oslo.config's INI form, CRLF-ended.
@@ -136,7 +148,10 @@ func (c cloudbaseInitConfig) render(version string) string {
 	add("logging_serial_port_settings=COM1,115200,N,8")
 	add("local_scripts_path=%s", cloudbaseInitScripts)
 	add("mtu_use_dhcp_config=true")
-	add("ntp_use_dhcp_config=true")
+	// ntp_servers named the servers (the image's time-sync step set them):
+	// DHCP's do not replace them.
+	add("ntp_use_dhcp_config=%t", c.NTPFromDHCP)
+	add("real_time_clock_utc=true")
 	add("check_latest_version=false")
 	add("metadata_services=%s", strings.Join(c.MetadataServices, ","))
 	add("plugins=%s", strings.Join(c.Plugins, ","))

@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -182,4 +183,27 @@ func TestRunWindowsClusterAPIOrder(t *testing.T) {
 		"registry", "time-sync", "containerd", "cni", "kubelet", "crictl", "defender", "cloudbase-init", "permissions", "self-check", "cleanup", "mkdir", "sysprep"}, g.Steps())
 	require.NotNil(t, g.AtSysprep)
 	assert.Equal(t, setupCompleteCmd(p), string(g.AtSysprep.Files[remote.UploadPath(setupComplete)]))
+}
+
+// Cluster API clones get their time from cloudbase-init's NTP client
+// plugin (ntp_use_dhcp_config does nothing without it), which first sets
+// the RTC's time base to real_time_clock_utc and restarts Windows when it
+// differs: every configuration that runs the plugin says true, as the
+// image's RealTimeIsUniversal does. Servers named by ntp_servers are not
+// replaced by DHCP's.
+func TestClusterAPITimeSource(t *testing.T) {
+	for _, servers := range [][]string{nil, {"time.example.com"}} {
+		p := clusterAPIPlan(t)
+		p.NTPServers = servers
+		service, unattend := p.cloudbaseInitConfigs()
+		assert.Less(t, slices.Index(service.Plugins, cloudbaseInitNTPClient), slices.Index(service.Plugins, cloudbaseInitUserData))
+		assert.GreaterOrEqual(t, slices.Index(service.Plugins, cloudbaseInitNTPClient), 0)
+		for _, c := range []cloudbaseInitConfig{service, unattend} {
+			text := c.render(p.CloudbaseInit.Version)
+			if slices.Contains(c.Plugins, cloudbaseInitNTPClient) {
+				assert.Contains(t, text, "\r\nreal_time_clock_utc=true\r\n", "the plugin would set local time and restart")
+			}
+			assert.Contains(t, text, fmt.Sprintf("\r\nntp_use_dhcp_config=%t\r\n", servers == nil))
+		}
+	}
 }

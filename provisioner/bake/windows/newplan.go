@@ -38,6 +38,7 @@ func NewPlan(img node.Image) (Plan, error) {
 		CNI:                   img.CNI,
 		DefenderExclusions:    img.DefenderExclusions,
 		HyperV:                img.HyperV,
+		NTPServers:            img.NTPServers,
 		InstallJoiner:         img.InstallJoiner,
 		NodeLabels:            img.NodeLabels,
 		KubeletExtraArgs:      img.KubeletExtraArgs,

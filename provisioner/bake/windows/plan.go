@@ -39,6 +39,9 @@ type Plan struct {
 	DefenderExclusions bool
 	// HyperV is auto, on or off.
 	HyperV string
+	// NTPServers are the Windows Time service's time sources (empty:
+	// Windows' own).
+	NTPServers []string
 	// InstallJoiner installs the joiner and its first-boot service, with
 	// NodeLabels and KubeletExtraArgs (flag name without dashes -> value)
 	// in its baked configuration.
@@ -265,6 +268,7 @@ func (p Plan) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, CheckNTPServers(p.NTPServers)...)
 	errs = append(errs, CheckKubeletResources(p.KubeletPriorityClass, p.KubeletSystemReserved, p.KubeletKubeReserved, p.KubeletExtraArgs)...)
 	errs = append(errs, p.validateClusterAPI()...)
 	errs = append(errs, p.validateBasics()...)

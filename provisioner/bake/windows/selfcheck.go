@@ -14,34 +14,39 @@ type selfCheckInput struct {
 
 	KubeDir, ContainerdDir                                        string
 	ContainerdService, KubeletService, JoinerService, TimeService string
+	// Time are the time sources ntp_servers names.
+	Time timeSources
 	// ClusterAPI, in a Cluster API image, are its checks.
 	ClusterAPI *clusterAPISelfCheckInput
 }
 
 // SelfCheck renders the Windows self-check.
-func SelfCheck(c node.SelfCheck) []byte { return selfCheck(c, nil) }
-
-// selfCheckScript is the plan's self-check, with the Cluster API checks
-// in a Cluster API image.
-func (p Plan) selfCheckScript() []byte {
-	if p.ClusterAPI {
-		return selfCheck(p.selfCheck(), clusterAPISelfCheck(p))
-	}
-	return selfCheck(p.selfCheck(), nil)
+func SelfCheck(c node.SelfCheck) []byte {
+	return templates.Render("self-check.ps1.tmpl", newSelfCheckInput(c))
 }
 
-// selfCheck renders the checks of c, then the Cluster API ones, if any.
-func selfCheck(c node.SelfCheck, clusterAPI *clusterAPISelfCheckInput) []byte {
+// selfCheckScript is the plan's self-check: the node's checks, the time
+// sources, and the Cluster API checks in a Cluster API image.
+func (p Plan) selfCheckScript() []byte {
+	in := newSelfCheckInput(p.selfCheck())
+	in.Time = p.timeSources()
+	if p.ClusterAPI {
+		in.ClusterAPI = clusterAPISelfCheck(p)
+	}
+	return templates.Render("self-check.ps1.tmpl", in)
+}
+
+// newSelfCheckInput is the input of the checks of c.
+func newSelfCheckInput(c node.SelfCheck) selfCheckInput {
 	in := selfCheckInput{
 		Kubernetes: c.KubernetesVersion, Containerd: c.ContainerdVersion, Crictl: c.CrictlVersion,
 		Joiner:  c.Joiner,
 		KubeDir: units.WindowsKubeDir, ContainerdDir: containerdDir,
 		ContainerdService: units.ContainerdServiceName, KubeletService: units.KubeletServiceName,
 		JoinerService: units.JoinerServiceName, TimeService: timeService,
-		ClusterAPI: clusterAPI,
 	}
 	if len(c.Images) > 0 {
 		in.Images = node.NormalizedImages(c.Images)
 	}
-	return templates.Render("self-check.ps1.tmpl", in)
+	return in
 }

@@ -117,13 +117,14 @@ func TestWindowsKubeletStepChecksTheVersions(t *testing.T) {
 func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 	p := basePlan(t)
 	p.RandomClonePassword = true
+	p.NTPServers = []string{"time.example.com"}
 	script := firstBoot(p)
 	tree, err := psparse.Parse(script)
 	require.NoError(t, err)
 	defer tree.Close()
 	require.Empty(t, tree.Errors())
 	tries := tree.Nodes("try_statement")
-	parts := []string{"Start-Transcript -Path", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled", "Resize-Partition -DriveLetter $letter"}
+	parts := []string{"Start-Transcript -Path", "Set-LocalUser -SID $admin.SID -Password $password", "Disable-LocalUser -SID $sid", "'AllowBasic', 'AllowUnencryptedTraffic'", "Remove-NetFirewallRule -Name $rule", "Set-Service -Name $name -StartupType Disabled", "& 'w32tm.exe' @w32tm", "Resize-Partition -DriveLetter $letter"}
 	var top []string
 	for _, n := range tries {
 		if strings.Contains(n, "$failed = $true") {
@@ -153,7 +154,7 @@ func TestCloneFirstBootPartsFailAlone(t *testing.T) {
 
 // firstBootGlobals are the variables a first-boot part may read without
 // setting them: PowerShell's own, and $failed, which only the catch sets.
-var firstBootGlobals = map[string]bool{"$_": true, "$true": true, "$false": true, "$null": true, "$failed": true}
+var firstBootGlobals = map[string]bool{"$_": true, "$true": true, "$false": true, "$null": true, "$lastexitcode": true, "$failed": true}
 
 // partVariables parses one part and returns the variables it reads and
 // those it sets (by assignment or as a loop variable), in lower case.
@@ -165,7 +166,8 @@ func partVariables(t *testing.T, part string) (read, set map[string]bool) {
 	require.Empty(t, tree.Errors())
 	read, set = map[string]bool{}, map[string]bool{}
 	for _, v := range tree.Nodes("variable") {
-		v = strings.ToLower(v)
+		// A splatted @name reads $name.
+		v = strings.ToLower(strings.Replace(v, "@", "$", 1))
 		if !strings.HasPrefix(v, "$env:") {
 			read[v] = true
 		}

@@ -20,6 +20,8 @@ import (
 type sysprepInput struct {
 	RandomClonePassword bool
 	ClusterAPI          bool
+	// Time are the time sources ntp_servers names.
+	Time timeSources
 
 	AnswerFiles []string
 	// FirstBootPaths and FirstBootDirs, of FirstBootFiles, are set by the
@@ -61,6 +63,7 @@ func newSysprepInput(p Plan) sysprepInput {
 	return sysprepInput{
 		RandomClonePassword: p.RandomClonePassword,
 		ClusterAPI:          p.ClusterAPI,
+		Time:                p.timeSources(),
 
 		AnswerFiles:   answerFiles,
 		Remove:        append([]string{firstBootScript}, firstBootAnswerFiles...),

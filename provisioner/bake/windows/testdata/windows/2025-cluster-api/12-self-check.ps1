@@ -119,9 +119,10 @@ logging_serial_port_settings=COM1,115200,N,8
 local_scripts_path=C:\Program Files\Cloudbase Solutions\Cloudbase-Init\LocalScripts\
 mtu_use_dhcp_config=true
 ntp_use_dhcp_config=true
+real_time_clock_utc=true
 check_latest_version=false
 metadata_services=cloudbaseinit.metadata.services.configdrive.ConfigDriveService,cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService
-plugins=cloudbaseinit.plugins.common.mtu.MTUPlugin,cloudbaseinit.plugins.common.sethostname.SetHostNamePlugin,cloudbaseinit.plugins.windows.extendvolumes.ExtendVolumesPlugin,cloudbaseinit.plugins.common.userdata.UserDataPlugin,cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin
+plugins=cloudbaseinit.plugins.common.mtu.MTUPlugin,cloudbaseinit.plugins.windows.ntpclient.NTPClientPlugin,cloudbaseinit.plugins.common.sethostname.SetHostNamePlugin,cloudbaseinit.plugins.windows.extendvolumes.ExtendVolumesPlugin,cloudbaseinit.plugins.common.userdata.UserDataPlugin,cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin
 ')) {
     Write-Host 'ok: C:\Program Files\Cloudbase Solutions\Cloudbase-Init\conf\cloudbase-init.conf (metadata services cloudbaseinit.metadata.services.configdrive.ConfigDriveService, cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService)'
 } else {
@@ -141,6 +142,7 @@ logging_serial_port_settings=COM1,115200,N,8
 local_scripts_path=C:\Program Files\Cloudbase Solutions\Cloudbase-Init\LocalScripts\
 mtu_use_dhcp_config=true
 ntp_use_dhcp_config=true
+real_time_clock_utc=true
 check_latest_version=false
 metadata_services=cloudbaseinit.metadata.services.configdrive.ConfigDriveService,cloudbaseinit.metadata.services.nocloudservice.NoCloudConfigDriveService
 plugins=cloudbaseinit.plugins.common.mtu.MTUPlugin,cloudbaseinit.plugins.common.sethostname.SetHostNamePlugin

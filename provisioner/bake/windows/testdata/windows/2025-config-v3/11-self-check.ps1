@@ -56,6 +56,12 @@ Test-KubenodeService -Name 'W32Time' -StartType 'Automatic' -Running $false
 if (Test-Path -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\W32Time\TriggerInfo') {
     Add-KubenodeProblem 'service W32Time still has start triggers: on a computer in no domain it stops right after startup'
 }
+$parameters = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\W32Time\Parameters'
+if ($parameters.NtpServer -ceq 'time.example.com,0x8 192.0.2.123,0x8' -and $parameters.Type -eq 'NTP') {
+    Write-Host 'ok: Windows Time syncs with time.example.com,0x8 192.0.2.123,0x8 (ntp_servers)'
+} else {
+    Add-KubenodeProblem ('Windows Time syncs with ' + $parameters.NtpServer + ' (type ' + $parameters.Type + '), want time.example.com,0x8 192.0.2.123,0x8 (ntp_servers)')
+}
 # The Containers feature.
 $feature = Get-WindowsFeature -Name 'Containers' -ErrorAction SilentlyContinue
 if ($feature -and $feature.Installed) {

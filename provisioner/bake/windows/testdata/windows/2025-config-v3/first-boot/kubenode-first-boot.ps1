@@ -173,6 +173,28 @@ try {
     Write-KubenodeSerial ('FAILED: the WinRM and sshd services: ' + $_.Exception.Message)
 }
 
+# the time sources (ntp_servers), set again should sysprep have reset them
+try {
+    Start-Service -Name 'W32Time'
+    $parameters = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\W32Time\Parameters'
+    if ($parameters.NtpServer -ceq 'time.example.com,0x8 192.0.2.123,0x8' -and $parameters.Type -eq 'NTP') {
+        Write-KubenodeSerial 'ok: Windows Time syncs with time.example.com,0x8 192.0.2.123,0x8'
+    } else {
+        $w32tm = @('/config', '/manualpeerlist:time.example.com,0x8 192.0.2.123,0x8', '/syncfromflags:manual', '/update')
+        $out = & {
+            $ErrorActionPreference = 'Continue'
+            & 'w32tm.exe' @w32tm 2>&1
+        }
+        if ($LASTEXITCODE -ne 0) {
+            throw ('w32tm /config failed with exit code ' + $LASTEXITCODE + ': ' + ($out -join ' '))
+        }
+        Write-KubenodeSerial 'changed: Windows Time syncs with time.example.com,0x8 192.0.2.123,0x8'
+    }
+} catch {
+    $failed = $true
+    Write-KubenodeSerial ('FAILED: the time sources: ' + $_.Exception.Message)
+}
+
 # the system volume: it fills the clone's disk, which may be larger than the build's
 try {
     $letter = $env:SystemDrive.TrimEnd(':')
