@@ -196,6 +196,14 @@ type Config struct {
 	// Windows: install Hyper-V with the Containers feature: `auto` (only
 	// when the guest supports virtualization), `on` or `off`. Default `auto`.
 	HyperV string `mapstructure:"hyperv"`
+	// Windows: features to install beside Containers, in the same step and
+	// with the same restart, by the names `Get-WindowsFeature` lists, e.g.
+	// `["RemoteAccess", "RSAT-RemoteAccess-PowerShell", "Routing"]`, which
+	// Calico needs for BGP and which a HostProcess DaemonSet cannot add
+	// (they need a restart). Each name once; not `Containers` (always
+	// installed) nor Hyper-V's (`hyperv`). A name this Windows does not have
+	// fails the bake, naming it. Refused for a Linux guest. Default: none.
+	WindowsFeatures []string `mapstructure:"windows_features"`
 	// Windows: the NTP servers the Windows Time service syncs with, host
 	// names or IP addresses, e.g. `["ntp.example.com", "192.0.2.123"]`. The
 	// bake sets them as its manual peer list (`w32tm /config

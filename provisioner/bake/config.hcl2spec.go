@@ -48,6 +48,7 @@ type FlatConfig struct {
 	BridgeSubnet                  *string              `mapstructure:"bridge_subnet" cty:"bridge_subnet" hcl:"bridge_subnet"`
 	DefenderExclusions            *bool                `mapstructure:"defender_exclusions" cty:"defender_exclusions" hcl:"defender_exclusions"`
 	HyperV                        *string              `mapstructure:"hyperv" cty:"hyperv" hcl:"hyperv"`
+	WindowsFeatures               []string             `mapstructure:"windows_features" cty:"windows_features" hcl:"windows_features"`
 	NTPServers                    []string             `mapstructure:"ntp_servers" cty:"ntp_servers" hcl:"ntp_servers"`
 	RestartTimeout                *string              `mapstructure:"restart_timeout" cty:"restart_timeout" hcl:"restart_timeout"`
 	WindowsUpdate                 *bool                `mapstructure:"windows_update" cty:"windows_update" hcl:"windows_update"`
@@ -119,6 +120,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"bridge_subnet":                    &hcldec.AttrSpec{Name: "bridge_subnet", Type: cty.String, Required: false},
 		"defender_exclusions":              &hcldec.AttrSpec{Name: "defender_exclusions", Type: cty.Bool, Required: false},
 		"hyperv":                           &hcldec.AttrSpec{Name: "hyperv", Type: cty.String, Required: false},
+		"windows_features":                 &hcldec.AttrSpec{Name: "windows_features", Type: cty.List(cty.String), Required: false},
 		"ntp_servers":                      &hcldec.AttrSpec{Name: "ntp_servers", Type: cty.List(cty.String), Required: false},
 		"restart_timeout":                  &hcldec.AttrSpec{Name: "restart_timeout", Type: cty.String, Required: false},
 		"windows_update":                   &hcldec.AttrSpec{Name: "windows_update", Type: cty.Bool, Required: false},

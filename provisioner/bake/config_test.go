@@ -502,3 +502,26 @@ func TestPrepareNTPServers(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `ntp_servers[0]: "ntp.example.com:123" is neither a host name nor an IP address`)
 }
+
+func TestPrepareWindowsFeatures(t *testing.T) {
+	win, err := versions.LookupWindows("")
+	require.NoError(t, err)
+	var c Config
+	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "windows",
+		"windows_features": []string{"RemoteAccess", "RSAT-RemoteAccess-PowerShell", "Routing"}}))
+	plan, _, err := c.windowsPlan(win)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"RemoteAccess", "RSAT-RemoteAccess-PowerShell", "Routing"}, plan.WindowsFeatures)
+
+	c = Config{}
+	err = c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "windows_features": []string{"Routing", "containers", "Remote Access", "routing", "Hyper-V"}})
+	require.Error(t, err)
+	for _, want := range []string{
+		`windows_features[1]: containers is installed in every image; remove it`,
+		`windows_features[2]: "Remote Access" is not a Windows feature name`,
+		`windows_features[3]: "routing" is listed twice`,
+		`windows_features[4]: Hyper-V comes with hyperv (auto, on or off); remove it and set hyperv`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}

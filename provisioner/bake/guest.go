@@ -35,6 +35,8 @@ var guestRules = []guestRule{
 		return c.Bootstrap == node.BootstrapClusterAPI && len(c.CloudbaseInitMetadataServices) > 0
 	},
 		`cloudbase_init_metadata_services: Windows-only (cloudbase-init's metadata services); a Linux guest gets cloud-init: remove it, and set cloud_init_datasources if the default does not fit`},
+	{"linux", func(c *Config) bool { return len(c.WindowsFeatures) > 0 },
+		`windows_features: Windows features are for Windows guests; remove windows_features for a Linux guest (install packages with a shell provisioner)`},
 	{"linux", func(c *Config) bool { return len(c.NTPServers) > 0 },
 		`ntp_servers: the Windows Time service's sources; for a Linux guest remove it and configure chrony or systemd-timesyncd with a shell provisioner`},
 	{"linux", func(c *Config) bool { return c.KubeletPriorityClass != "" },

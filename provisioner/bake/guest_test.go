@@ -52,6 +52,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 		{"linux", with(capi, "cloudbase_init_metadata_services", []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"})},
 		{"linux", map[string]any{"windows_update": true}},
 		{"linux", map[string]any{"windows_automatic_updates": true}},
+		{"linux", map[string]any{"windows_features": []string{"Routing"}}},
 		{"linux", map[string]any{"ntp_servers": []string{"time.example.com"}}},
 		{"linux", map[string]any{"kubelet_priority_class": "HIGH_PRIORITY_CLASS"}},
 		{"linux", map[string]any{"kubelet_system_reserved": map[string]string{"memory": "1Gi"}}},

@@ -44,6 +44,7 @@ func (c *Config) nodeImage(guest string, win versions.WindowsRelease) (node.Imag
 		DefenderExclusions:   isTrue(c.DefenderExclusions),
 		HyperV:               c.HyperV,
 		NTPServers:           c.NTPServers,
+		WindowsFeatures:      c.WindowsFeatures,
 		RestartTimeout:       c.RestartTimeout,
 		WindowsUpdate:        c.WindowsUpdate,
 		WindowsUpdateTimeout: c.WindowsUpdateTimeout,

@@ -40,6 +40,7 @@ func (c *Config) validateNode() []error {
 		extra = nil
 	}
 	errs = append(errs, windows.CheckNTPServers(c.NTPServers)...)
+	errs = append(errs, windows.CheckWindowsFeatures(c.WindowsFeatures)...)
 	errs = append(errs, windows.CheckKubeletResources(c.KubeletPriorityClass, c.KubeletSystemReserved, c.KubeletKubeReserved, extra)...)
 	for _, kv := range [][2]string{{"pause_image", c.PauseImage}, {"http_proxy", c.HTTPProxy}, {"https_proxy", c.HTTPSProxy}, {"no_proxy", c.NoProxy}} {
 		if why := node.OneLine(kv[1]); why != "" {

@@ -107,9 +107,11 @@ type Windows struct {
 	names  map[string]string // how the guest spells an object, by aclKey
 
 	// What the steps left (windows_node.go): Services are the services'
-	// command lines by name; Tasks the scheduled tasks by name.
+	// command lines by name; Tasks the scheduled tasks by name; Features
+	// the Windows features installed.
 	Services map[string]string
 	Tasks    map[string]WindowsTask
+	Features map[string]bool
 	// Now is the guest's clock (zero: a fixed time); FileTimes the last
 	// write times of the files the steps and tasks wrote.
 	Now       time.Time
@@ -279,7 +281,7 @@ var windowsSteps = map[string]func(g *Windows, step, script string) (string, int
 	"verify-artifacts":   func(g *Windows, _, script string) (string, int) { return g.verify(script) },
 	"automatic-updates":  (*Windows).step,
 	"windows-update":     (*Windows).update,
-	"containers-feature": (*Windows).step,
+	"containers-feature": (*Windows).containersFeature,
 	"registry":           (*Windows).step,
 	"time-sync":          (*Windows).step,
 	"containerd":         (*Windows).step,
@@ -308,7 +310,7 @@ var windowsSteps = map[string]func(g *Windows, step, script string) (string, int
 func (g *Windows) step(step, script string) (string, int) {
 	out := "changed: did " + step + "\r\n" + g.playACLs(script) + g.Output[step]
 	if step == "containers-feature" && g.NeedsRestart && g.Boot == 0 {
-		out += "kubenode-bake: restart required\r\n"
+		out += restartMarker + "\r\n"
 	}
 	if g.Exit[step] == 0 {
 		g.effects(script)

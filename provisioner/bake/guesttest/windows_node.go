@@ -133,3 +133,49 @@ func (g *Windows) RunTask(name string) error {
 	}
 	return nil
 }
+
+// WindowsFeatureRestarts are the features the double's Windows has, by
+// name, each with whether installing it asks for a restart. Containers'
+// restart is NeedsRestart's.
+var WindowsFeatureRestarts = map[string]bool{
+	"Containers": false, "Hyper-V-PowerShell": false,
+	"RemoteAccess": true, "Routing": true, "RSAT-RemoteAccess-PowerShell": false, "DirectAccess-VPN": true,
+	"NET-Framework-45-Core": false, "Web-Server": false,
+}
+
+var featuresRE = regexp.MustCompile(`(?m)^\$features = @\(((?:'(?:[^']|'')*'(?:, )?)*)\)\r?$`)
+
+// containersFeature plays the containers-feature step: each feature of its
+// $features list is installed, a name Windows does not have fails the step
+// as the script's throw does, and installing one that asks for a restart
+// prints the restart marker, as NeedsRestart does before the first
+// restart.
+func (g *Windows) containersFeature(step, script string) (string, int) {
+	m := featuresRE.FindStringSubmatch(script)
+	if m == nil {
+		return "the containers-feature script has no $features list", 1
+	}
+	if g.Features == nil {
+		g.Features = map[string]bool{}
+	}
+	restart := false
+	for _, q := range quotedPath.FindAllStringSubmatch(m[1], -1) {
+		name := unquote(q[1])
+		asks, known := WindowsFeatureRestarts[name]
+		if !known {
+			return "windows_features: this Windows has no feature named " + name + " (Get-WindowsFeature lists the names)\r\n", 1
+		}
+		if !g.Features[name] {
+			g.Features[name] = true
+			restart = restart || asks
+		}
+	}
+	out, code := g.step(step, script)
+	if restart && !strings.Contains(out, restartMarker) {
+		out += restartMarker + "\r\n"
+	}
+	return out, code
+}
+
+// restartMarker is the line a step prints when Windows must restart.
+const restartMarker = "kubenode-bake: restart required"

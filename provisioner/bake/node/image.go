@@ -69,12 +69,13 @@ type Image struct {
 	SettleTimeout    time.Duration
 	// Windows: the clones' Administrator password (empty: a random one),
 	// Defender exclusions, Hyper-V (auto, on, off), the NTP servers (none:
-	// Windows' own), the restart bound,
+	// Windows' own), the features beside Containers, the restart bound,
 	// Windows Update and automatic updates.
 	CloneAdminPassword   string
 	DefenderExclusions   bool
 	HyperV               string
 	NTPServers           []string
+	WindowsFeatures      []string
 	RestartTimeout       time.Duration
 	WindowsUpdate        bool
 	WindowsUpdateTimeout time.Duration

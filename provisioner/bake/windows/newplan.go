@@ -39,6 +39,7 @@ func NewPlan(img node.Image) (Plan, error) {
 		DefenderExclusions:    img.DefenderExclusions,
 		HyperV:                img.HyperV,
 		NTPServers:            img.NTPServers,
+		WindowsFeatures:       img.WindowsFeatures,
 		InstallJoiner:         img.InstallJoiner,
 		NodeLabels:            img.NodeLabels,
 		KubeletExtraArgs:      img.KubeletExtraArgs,

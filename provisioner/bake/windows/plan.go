@@ -42,6 +42,9 @@ type Plan struct {
 	// NTPServers are the Windows Time service's time sources (empty:
 	// Windows' own).
 	NTPServers []string
+	// WindowsFeatures are installed with the Containers feature, in the
+	// same step and restart.
+	WindowsFeatures []string
 	// InstallJoiner installs the joiner and its first-boot service, with
 	// NodeLabels and KubeletExtraArgs (flag name without dashes -> value)
 	// in its baked configuration.
@@ -269,6 +272,7 @@ func (p Plan) Validate() error {
 		}
 	}
 	errs = append(errs, CheckNTPServers(p.NTPServers)...)
+	errs = append(errs, CheckWindowsFeatures(p.WindowsFeatures)...)
 	errs = append(errs, CheckKubeletResources(p.KubeletPriorityClass, p.KubeletSystemReserved, p.KubeletKubeReserved, p.KubeletExtraArgs)...)
 	errs = append(errs, p.validateClusterAPI()...)
 	errs = append(errs, p.validateBasics()...)

@@ -14,8 +14,10 @@ type selfCheckInput struct {
 
 	KubeDir, ContainerdDir                                        string
 	ContainerdService, KubeletService, JoinerService, TimeService string
-	// Time are the time sources ntp_servers names.
-	Time timeSources
+	// Time are the time sources ntp_servers names; Features
+	// windows_features.
+	Time     timeSources
+	Features []string
 	// ClusterAPI, in a Cluster API image, are its checks.
 	ClusterAPI *clusterAPISelfCheckInput
 }
@@ -30,6 +32,7 @@ func SelfCheck(c node.SelfCheck) []byte {
 func (p Plan) selfCheckScript() []byte {
 	in := newSelfCheckInput(p.selfCheck())
 	in.Time = p.timeSources()
+	in.Features = p.WindowsFeatures
 	if p.ClusterAPI {
 		in.ClusterAPI = clusterAPISelfCheck(p)
 	}

@@ -2,6 +2,7 @@ package windows
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -105,6 +106,8 @@ func Steps(p Plan) ([]node.Step, error) {
 // not check the CPU. Its PowerShell module (the VMSwitch cmdlets some
 // network plugins call) installs with Install-WindowsFeature anywhere.
 const (
+	// containersFeatureName is the feature every image gets.
+	containersFeatureName = "Containers"
 	hyperVOptionalFeature = "Microsoft-Hyper-V"
 	hyperVPowerShell      = "Hyper-V-PowerShell"
 	// dismRestartRequired is dism's (and msiexec's) exit code for "done,
@@ -116,17 +119,21 @@ const (
 // without restarting: the bake restarts Windows itself.
 var hyperVDismArgs = []string{"/online", "/enable-feature", "/featurename:" + hyperVOptionalFeature, "/all", "/norestart"}
 
-// containersFeature installs the Containers feature and, as hyperv
-// says, Hyper-V; it prints restartMarker when Windows must restart.
+// containersFeature installs the Containers feature, windows_features
+// and, as hyperv says, Hyper-V; it prints restartMarker when Windows must
+// restart.
 func containersFeature(p Plan) []byte {
 	return renderStep(stepContainersFeature, struct {
-		HyperV                                            string
+		Title, HyperV                                     string
+		Features                                          []string
 		WithHyperV                                        bool
 		PowerShellFeature, OptionalFeature, RestartMarker string
 		DismArgs                                          []string
 		RestartRequired                                   int
 	}{
-		HyperV: p.HyperV, WithHyperV: p.HyperV != "off" && p.Windows.HyperV,
+		Title:    "Windows features for containers (" + strings.Join(append([]string{containersFeatureName}, p.WindowsFeatures...), ", ") + "; Hyper-V: " + p.HyperV + "). Windows restarts after it when a feature asks for it.",
+		Features: append([]string{containersFeatureName}, p.WindowsFeatures...),
+		HyperV:   p.HyperV, WithHyperV: p.HyperV != "off" && p.Windows.HyperV,
 		PowerShellFeature: hyperVPowerShell, OptionalFeature: hyperVOptionalFeature, RestartMarker: restartMarker,
 		DismArgs: hyperVDismArgs, RestartRequired: dismRestartRequired,
 	})
@@ -395,3 +402,29 @@ func FetchScript(uploads []Upload) []byte {
 
 // backslashes writes a guest path with backslashes.
 func backslashes(p string) string { return strings.ReplaceAll(p, "/", `\`) }
+
+// featureName is a Windows feature's name as Get-WindowsFeature lists it
+// (RemoteAccess, RSAT-RemoteAccess-PowerShell, NET-Framework-45-Core).
+var featureName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// CheckWindowsFeatures reports the problems of windows_features, each
+// naming its entry: a feature name each, once, neither Containers (every
+// image has it) nor Hyper-V's (the hyperv key's).
+func CheckWindowsFeatures(features []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, f := range features {
+		switch {
+		case !featureName.MatchString(f):
+			errs = append(errs, fmt.Errorf("windows_features[%d]: %q is not a Windows feature name (letters, digits, '-', '_' and '.', as Get-WindowsFeature lists them)", i, f))
+		case strings.EqualFold(f, containersFeatureName):
+			errs = append(errs, fmt.Errorf("windows_features[%d]: %s is installed in every image; remove it", i, f))
+		case strings.EqualFold(f, "Hyper-V") || strings.EqualFold(f, hyperVPowerShell):
+			errs = append(errs, fmt.Errorf("windows_features[%d]: %s comes with hyperv (auto, on or off); remove it and set hyperv", i, f))
+		case seen[strings.ToLower(f)]:
+			errs = append(errs, fmt.Errorf("windows_features[%d]: %q is listed twice", i, f))
+		}
+		seen[strings.ToLower(f)] = true
+	}
+	return errs
+}

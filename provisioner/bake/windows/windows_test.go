@@ -113,6 +113,8 @@ func goldenPlans(t *testing.T) map[string]Plan {
 	current.DefenderExclusions = false
 	current.KubeletExtraArgs = map[string]string{"v": "2", "max-pods": "60"}
 	current.NTPServers = []string{"time.example.com", "192.0.2.123"}
+	// Calico for BGP.
+	current.WindowsFeatures = []string{"RemoteAccess", "RSAT-RemoteAccess-PowerShell", "Routing"}
 	current.KubeletPriorityClass = "HIGH_PRIORITY_CLASS"
 	current.KubeletSystemReserved = map[string]string{"memory": "3Gi", "cpu": "500m"}
 	current.KubeletKubeReserved = map[string]string{"memory": "512Mi", "pid": "1000"}

@@ -9,6 +9,9 @@ Write-Host 'ok: Hyper-V not installed (hyperv = off)'
 
 foreach ($name in $features) {
     $feature = Get-WindowsFeature -Name $name
+    if (-not $feature) {
+        throw "windows_features: this Windows has no feature named $name (Get-WindowsFeature lists the names)"
+    }
     if ($feature.InstallState -eq 'InstallPending') {
         Write-Host "ok: Windows feature $name installed, waiting for a restart"
         $restart = $true

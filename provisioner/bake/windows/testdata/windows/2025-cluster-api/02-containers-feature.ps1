@@ -33,6 +33,9 @@ if ($cpu.VirtualizationFirmwareEnabled -and $cpu.VMMonitorModeExtensions -and $c
 
 foreach ($name in $features) {
     $feature = Get-WindowsFeature -Name $name
+    if (-not $feature) {
+        throw "windows_features: this Windows has no feature named $name (Get-WindowsFeature lists the names)"
+    }
     if ($feature.InstallState -eq 'InstallPending') {
         Write-Host "ok: Windows feature $name installed, waiting for a restart"
         $restart = $true

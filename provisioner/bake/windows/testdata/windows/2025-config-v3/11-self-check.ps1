@@ -69,6 +69,21 @@ if ($feature -and $feature.Installed) {
 } else {
     Add-KubenodeProblem 'the Containers feature is not installed'
 }
+if ((Get-WindowsFeature -Name 'RemoteAccess' -ErrorAction SilentlyContinue).Installed) {
+    Write-Host 'ok: the RemoteAccess feature is installed (windows_features)'
+} else {
+    Add-KubenodeProblem 'the RemoteAccess feature is not installed (windows_features)'
+}
+if ((Get-WindowsFeature -Name 'RSAT-RemoteAccess-PowerShell' -ErrorAction SilentlyContinue).Installed) {
+    Write-Host 'ok: the RSAT-RemoteAccess-PowerShell feature is installed (windows_features)'
+} else {
+    Add-KubenodeProblem 'the RSAT-RemoteAccess-PowerShell feature is not installed (windows_features)'
+}
+if ((Get-WindowsFeature -Name 'Routing' -ErrorAction SilentlyContinue).Installed) {
+    Write-Host 'ok: the Routing feature is installed (windows_features)'
+} else {
+    Add-KubenodeProblem 'the Routing feature is not installed (windows_features)'
+}
 # Versions.
 Test-KubenodeVersion -Name 'kubelet' -Want 'v1.37.2' -FilePath 'C:\k\kubelet.exe' -Arguments @('--version')
 Test-KubenodeVersion -Name 'kubeadm' -Want 'v1.37.2' -FilePath 'C:\k\kubeadm.exe' -Arguments @('version', '-o', 'short')
