@@ -152,6 +152,12 @@ func (c cloudbaseInitConfig) render(version string) string {
 	// DHCP's do not replace them.
 	add("ntp_use_dhcp_config=%t", c.NTPFromDHCP)
 	add("real_time_clock_utc=true")
+	// The time-sync step made Windows Time start automatically, with no
+	// start triggers, and the self-check holds it so; the plugin's service
+	// check (ntp_enable_service, default true) would put network-on/off
+	// triggers back on every clone (cloudbase-init
+	// plugins/windows/ntpclient.py, verify_time_service).
+	add("ntp_enable_service=false")
 	add("check_latest_version=false")
 	add("metadata_services=%s", strings.Join(c.MetadataServices, ","))
 	add("plugins=%s", strings.Join(c.Plugins, ","))

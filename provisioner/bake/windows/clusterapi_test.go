@@ -189,7 +189,8 @@ func TestRunWindowsClusterAPIOrder(t *testing.T) {
 // plugin (ntp_use_dhcp_config does nothing without it), which first sets
 // the RTC's time base to real_time_clock_utc and restarts Windows when it
 // differs: every configuration that runs the plugin says true, as the
-// image's RealTimeIsUniversal does. Servers named by ntp_servers are not
+// image's RealTimeIsUniversal does, and leaves Windows Time as the
+// time-sync step set it (no triggers). Servers named by ntp_servers are not
 // replaced by DHCP's.
 func TestClusterAPITimeSource(t *testing.T) {
 	for _, servers := range [][]string{nil, {"time.example.com"}} {
@@ -202,6 +203,7 @@ func TestClusterAPITimeSource(t *testing.T) {
 			text := c.render(p.CloudbaseInit.Version)
 			if slices.Contains(c.Plugins, cloudbaseInitNTPClient) {
 				assert.Contains(t, text, "\r\nreal_time_clock_utc=true\r\n", "the plugin would set local time and restart")
+				assert.Contains(t, text, "\r\nntp_enable_service=false\r\n", "the plugin would give Windows Time its start triggers back")
 			}
 			assert.Contains(t, text, fmt.Sprintf("\r\nntp_use_dhcp_config=%t\r\n", servers == nil))
 		}
