@@ -20,6 +20,9 @@ type Facts struct {
 	CNIPlugins string `json:"cni_plugins"`
 	PauseImage string `json:"pause_image"`
 	Joiner     string `json:"joiner"`
+	// Runc is the version `runc --version` reports on a Linux guest;
+	// empty on Windows, which has none, and in earlier bakes' records.
+	Runc string `json:"runc,omitempty"`
 	// Bootstrap is how nodes from the image join: "joiner" (kubenode's
 	// joiner) or "cluster-api" (cloud-init runs Cluster API's kubeadm
 	// bootstrap data). Empty in the records of earlier bakes.
@@ -64,6 +67,61 @@ type GuestOS struct {
 type Record struct {
 	Facts Facts   `json:"facts"`
 	OS    GuestOS `json:"os"`
+	// Inventory is what the image's SBOM lists besides Facts; the
+	// manifest does not repeat it.
+	Inventory Inventory `json:"inventory"`
+	// ConfigSHA256 is the sha256 of kubenode-bake's configuration
+	// (confighash.Sum), for the image's provenance.
+	ConfigSHA256 string `json:"config_sha256,omitempty"`
+}
+
+// Inventory is what the bake put on the guest and what the guest holds,
+// for the image's SBOM.
+type Inventory struct {
+	// Artifacts are the files the bake installed, images archives aside
+	// (their images are Facts.Images).
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Inputs are the image archives the bake imported, for the
+	// provenance's inputs.
+	Inputs []Artifact `json:"inputs,omitempty"`
+	// Packages are a Linux guest's OS packages, read from its package
+	// database (dpkg or rpm) at the end of the bake.
+	Packages []Package `json:"packages,omitempty"`
+	// Features are the Windows features installed on a Windows guest.
+	Features []string `json:"features,omitempty"`
+	// Files are the binaries the bake put on a Windows guest, as the
+	// guest hashed them.
+	Files []File `json:"files,omitempty"`
+}
+
+// Artifact is one file the bake downloaded or was given.
+type Artifact struct {
+	// Name is the artifact's key (kubelet, containerd, runc, ...).
+	Name string `json:"name"`
+	// Version is the release it is, as the version table names it
+	// (v1.33.1, 2.1.4); empty when unknown.
+	Version string `json:"version,omitempty"`
+	// URL is where it is downloaded from (a mirror's when
+	// download_mirrors applied); empty for a file only this machine has.
+	URL string `json:"url,omitempty"`
+	// SHA256 is its checksum (hex).
+	SHA256 string `json:"sha256"`
+}
+
+// Package is one OS package: dpkg's Package, Version, Architecture and
+// source package, or rpm's NAME, [EPOCH:]VERSION-RELEASE, ARCH and
+// SOURCERPM.
+type Package struct {
+	Name    string `json:"n"`
+	Version string `json:"v"`
+	Arch    string `json:"a,omitempty"`
+	Source  string `json:"s,omitempty"`
+}
+
+// File is one file on the guest with its sha256 (hex).
+type File struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -382,6 +382,9 @@ type Config struct {
 	// warnings found by Prepare, printed when the bake starts: a
 	// provisioner's Prepare has no way to return them.
 	warnings []string
+	// configSHA256 is the configuration's digest (confighash.Sum), for
+	// the image's provenance.
+	configSHA256 string
 	// cloudInitDatasourcesSet: the configuration set cloud_init_datasources
 	// (Prepare fills the default in when guest_os_type is unset; a
 	// Windows guest refuses only what the user set).

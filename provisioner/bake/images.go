@@ -207,6 +207,9 @@ func (c *Config) checkImageArchives() error {
 	return nil
 }
 
+// imageArtifactPrefix starts the artifact name of an images archive.
+const imageArtifactPrefix = "image:"
+
 // imagePlan reads the archives' references and names their files in the
 // staging directory; it returns the uploads too (as artifacts named
 // `image:<file>`, whose checksums the manifest records).
@@ -223,7 +226,7 @@ func (c *Config) imagePlan(kubeadm bool) (node.Images, []versions.Artifact, erro
 		}
 		file := fmt.Sprintf("image-%d-%s", i+1, safeFileName(path.Base(strings.ReplaceAll(a.Path, `\`, "/"))))
 		im.Archives = append(im.Archives, node.ImageFile{FileName: file, SHA256: a.SHA256, Refs: refs})
-		arts = append(arts, versions.Artifact{Name: "image:" + file, FileName: file, Local: a.Path, SHA256: a.SHA256})
+		arts = append(arts, versions.Artifact{Name: imageArtifactPrefix + file, FileName: file, Local: a.Path, SHA256: a.SHA256})
 	}
 	for _, ref := range c.PullImages {
 		n, err := NormalizeRef(ref)

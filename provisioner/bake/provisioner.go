@@ -10,6 +10,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/confighash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/versions"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/linux"
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/node"
@@ -26,7 +27,10 @@ type Provisioner struct {
 func (p *Provisioner) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
 
 // Prepare validates the configuration.
-func (p *Provisioner) Prepare(raws ...interface{}) error { return p.config.Prepare(raws...) }
+func (p *Provisioner) Prepare(raws ...interface{}) error {
+	p.config.configSHA256 = confighash.Sum(raws...)
+	return p.config.Prepare(raws...)
+}
 
 // Provision bakes the guest.
 func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
@@ -110,8 +114,29 @@ func (c *Config) bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, gu
 		return err
 	}
 	rec.Facts.Unlisted = c.versionWarnings()
+	rec.Inventory.Artifacts, rec.Inventory.Inputs = inventory(img, rec.Facts)
+	rec.ConfigSHA256 = c.configSHA256
 	if err := baked.Write(c.PackerBuildName, rec); err != nil {
 		return fmt.Errorf("recording what was baked for kubenode-export: %w", err)
 	}
 	return nil
+}
+
+// inventory lists what the bake put on the guest, for the image's SBOM:
+// each artifact with its release (the joiner's as the installed binary
+// reported it), and apart the images archives, which the provenance names
+// as inputs (their images are in facts.Images).
+func inventory(img node.Image, facts baked.Facts) (arts, inputs []baked.Artifact) {
+	for _, a := range img.Artifacts {
+		if strings.HasPrefix(a.Name, imageArtifactPrefix) {
+			inputs = append(inputs, baked.Artifact{Name: a.FileName, SHA256: a.SHA256})
+			continue
+		}
+		v := img.ArtifactVersion(a.Name)
+		if a.Name == versions.ArtifactJoiner {
+			v = facts.Joiner
+		}
+		arts = append(arts, baked.Artifact{Name: a.Name, Version: v, URL: a.URL, SHA256: a.SHA256})
+	}
+	return arts, inputs
 }

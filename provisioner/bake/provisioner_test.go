@@ -19,6 +19,47 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/provisioner/bake/windows"
 )
 
+// Provision on Linux records for kubenode-export what the SBOM lists: the
+// artifacts with their releases and sources, the guest's installed
+// packages (not one removed with its configuration kept), the runc the
+// guest runs, and the configuration's digest.
+func TestProvisionLinuxRecordsTheInventory(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"kubelet", "kubeadm", "kubectl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o755))
+	}
+	config := map[string]any{
+		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"generalize": false, "install_crictl": false, "bootstrap": "cluster-api", "packer_build_name": "linux",
+	}
+	var p Provisioner
+	require.NoError(t, p.Prepare(config))
+	t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
+	require.NoError(t, p.Provision(context.Background(), guesttest.NewUI(), &guesttest.Linux{Commands: ubuntuContainerd}, nil))
+	rec, err := baked.Take("linux")
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	k8s := rec.Facts.Kubernetes
+	require.NotEmpty(t, k8s)
+	sum := sha256.Sum256([]byte("kubelet"))
+	assert.Equal(t, []baked.Artifact{
+		{Name: "kubelet", Version: k8s, URL: "https://dl.k8s.io/release/" + k8s + "/bin/linux/amd64/kubelet", SHA256: hex.EncodeToString(sum[:])},
+		{Name: "kubeadm", Version: k8s, URL: "https://dl.k8s.io/release/" + k8s + "/bin/linux/amd64/kubeadm", SHA256: rec.Facts.Checksums["kubeadm"]},
+		{Name: "kubectl", Version: k8s, URL: "https://dl.k8s.io/release/" + k8s + "/bin/linux/amd64/kubectl", SHA256: rec.Facts.Checksums["kubectl"]},
+	}, rec.Inventory.Artifacts, "containerd and runc come from the distribution's packages")
+	assert.Equal(t, []baked.Package{
+		{Name: "libc6", Version: "2.36-9+deb12u10", Arch: "amd64", Source: "glibc"},
+		{Name: "runc", Version: "1.1.5+ds1-1+deb12u1", Arch: "amd64"},
+	}, rec.Inventory.Packages)
+	assert.Equal(t, "1.3.0", rec.Facts.Runc)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, rec.ConfigSHA256)
+
+	config["kubernetes_version"] = "v1.35.4"
+	var other Provisioner
+	require.NoError(t, other.Prepare(config))
+	assert.NotEqual(t, rec.ConfigSHA256, other.config.configSHA256, "another configuration, another digest")
+}
+
 // keep_build_account is Linux's: a Windows build refuses it by name.
 func TestKeepBuildAccountIsLinuxOnly(t *testing.T) {
 	var c Config
@@ -65,6 +106,18 @@ func TestProvisionWindowsFromArtifactsDir(t *testing.T) {
 	assert.Equal(t, "joiner", facts.Bootstrap, "the default bootstrap, recorded for the manifest")
 	sum := sha256.Sum256([]byte("local " + versions.ArtifactKubelet))
 	assert.Equal(t, hex.EncodeToString(sum[:]), facts.Checksums[versions.ArtifactKubelet])
+	// The SBOM's inventory: each artifact with its release and source, the
+	// guest's features and the sha256 of the binaries it installed.
+	inv := rec.Inventory
+	assert.Contains(t, inv.Artifacts, baked.Artifact{Name: versions.ArtifactKubelet, Version: plan.Kubernetes.Version,
+		URL: "https://dl.k8s.io/release/" + plan.Kubernetes.Version + "/bin/windows/amd64/kubelet.exe", SHA256: hex.EncodeToString(sum[:])})
+	assert.Contains(t, inv.Artifacts, baked.Artifact{Name: versions.ArtifactJoiner, Version: "v0.9.1", SHA256: facts.Checksums[versions.ArtifactJoiner]},
+		"the joiner's version as the installed binary reports it")
+	assert.Len(t, inv.Artifacts, len(arts))
+	assert.Contains(t, inv.Features, "Containers", "installed by the bake before the inventory")
+	assert.Contains(t, inv.Files, baked.File{Path: `C:\k\kubelet.exe`, SHA256: hex.EncodeToString(sum[:])}, "the installed kubelet as the guest hashed it")
+	assert.Empty(t, inv.Packages, "Windows has no package database")
+	assert.Regexp(t, `^[0-9a-f]{64}$`, rec.ConfigSHA256)
 
 	g = guesttest.NewWindows()
 	g.Build = "9200"

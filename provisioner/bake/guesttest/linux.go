@@ -15,13 +15,25 @@ import (
 // succeeds except those in Fail (step name -> output), which exit 1. Steps
 // are the steps run, in order. Commands answers other commands (command ->
 // its output, exit 0), and OSRelease a command that reads
-// /etc/os-release; anything else prints nothing.
+// /etc/os-release; its package database (dpkg-query -W) holds Packages,
+// LinuxPackages when nil; `runc --version` reports runc 1.3.0; anything
+// else prints nothing.
 type Linux struct {
 	mu        sync.Mutex
 	Fail      map[string]string
 	Commands  map[string]string
 	OSRelease string
 	Steps     []string
+	Packages  []string
+}
+
+// LinuxPackages are the double's packages as dpkg-query prints them in
+// the bake's format (status, name, version, architecture, source); the
+// last one was removed and left its configuration files.
+var LinuxPackages = []string{
+	"ii \tlibc6\t2.36-9+deb12u10\tamd64\tglibc",
+	"ii \trunc\t1.1.5+ds1-1+deb12u1\tamd64\trunc",
+	"rc \told-kernel\t6.1.0-1\tamd64\tlinux",
 }
 
 var linuxStepScript = regexp.MustCompile(`sh '/var/tmp/kubenode-bake/\d\d-([a-z-]+)\.sh'$`)
@@ -36,6 +48,16 @@ func (g *Linux) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 		out = g.Commands[cmd.Command]
 	case g.OSRelease != "" && strings.Contains(cmd.Command, "/etc/os-release"):
 		out = g.OSRelease
+	case strings.Contains(cmd.Command, "dpkg-query -W -f='kubenode-package"):
+		pkgs := g.Packages
+		if pkgs == nil {
+			pkgs = LinuxPackages
+		}
+		for _, p := range pkgs {
+			out += "kubenode-package\t" + p + "\n"
+		}
+	case strings.Contains(cmd.Command, "runc --version"):
+		out = "1.3.0\n"
 	case m != nil:
 		g.Steps = append(g.Steps, m[1])
 		if o, ok := g.Fail[m[1]]; ok {

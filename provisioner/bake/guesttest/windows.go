@@ -368,6 +368,49 @@ var windowsQueries = map[string]func(g *Windows, script string) (string, int){
 		return "kubenode-os: " + g.Build + " Windows Server 2022 Datacenter\r\n", 0
 	},
 	"joiner-version": func(*Windows, string) (string, int) { return "joiner v0.9.1\r\n", 0 },
+	"inventory":      (*Windows).inventory,
+}
+
+// WindowsFeatures are the features a fresh Windows Server Core has
+// installed; the double adds Containers once the containers-feature step
+// has run.
+var WindowsFeatures = []string{"FileAndStorage-Services", "PowerShell", "PowerShellRoot", "Storage-Services", "Windows-Defender", "WoW64-Support"}
+
+var (
+	inventoryDirs = regexp.MustCompile(`foreach \(\$dir in @\(([^)]*)\)\)`)
+	binaryName    = regexp.MustCompile(`(?i)\.(exe|dll)$`)
+)
+
+// inventory answers the inventory query: the features, then each .exe
+// and .dll under the folders its script lists, with its sha256.
+func (g *Windows) inventory(script string) (string, int) {
+	var out strings.Builder
+	features := slices.Clone(WindowsFeatures)
+	if slices.Contains(g.Log, "containers-feature") {
+		features = append(features, "Containers")
+	}
+	for _, f := range features {
+		out.WriteString("kubenode-feature: " + f + "\r\n")
+	}
+	m := inventoryDirs.FindStringSubmatch(script)
+	if m == nil {
+		return "the inventory query lists no folders", 1
+	}
+	var files []string
+	for _, q := range quotedPath.FindAllStringSubmatch(m[1], -1) {
+		dir := strings.ToLower(remote.UploadPath(strings.ReplaceAll(q[1], "''", "'"))) + "/"
+		for p := range g.Files {
+			if strings.HasPrefix(strings.ToLower(p), dir) && binaryName.MatchString(p) {
+				files = append(files, p)
+			}
+		}
+	}
+	slices.Sort(files)
+	for _, p := range files {
+		sum := sha256.Sum256(g.Files[p])
+		fmt.Fprintf(&out, "kubenode-file: %s %s\r\n", hex.EncodeToString(sum[:]), strings.ReplaceAll(p, "/", `\`))
+	}
+	return out.String(), 0
 }
 
 // query answers a -EncodedCommand script by the name on its first line;

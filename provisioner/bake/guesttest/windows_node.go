@@ -13,7 +13,8 @@ import (
 
 // What a step that succeeds leaves on the guest, as the double reads it
 // from the step's script: the files it writes with Set-KubenodeFile (a
-// literal path and content), the services it registers (the service
+// literal path and content) or copies with Copy-KubenodeFile (from a
+// file the double holds), the services it registers (the service
 // fragment's $binPath, then the Win32_Service query by name), and the
 // scheduled tasks it registers (New-ScheduledTaskAction, then
 // Register-ScheduledTask) or removes (Unregister-ScheduledTask). A
@@ -26,6 +27,7 @@ const psLiteral = `'((?:[^']|'')*)'`
 
 var (
 	setFileRE    = regexp.MustCompile(`(?m)^\s*Set-KubenodeFile -Path ` + psLiteral + ` -Content ` + psLiteral)
+	copyFileRE   = regexp.MustCompile(`Copy-KubenodeFile -Source ` + psLiteral + ` -Destination ` + psLiteral)
 	serviceRE    = regexp.MustCompile(`\$binPath = ` + psLiteral + `\r?\n\$service = Get-CimInstance -ClassName Win32_Service -Filter 'Name=''([^']+)'''`)
 	taskActionRE = regexp.MustCompile(`New-ScheduledTaskAction -Execute ` + psLiteral + ` -Argument ` + psLiteral + `[^\n]*\n(?:[^\n]*\n)*?\s*Register-ScheduledTask -TaskName ` + psLiteral)
 	taskRemoveRE = regexp.MustCompile(`Unregister-ScheduledTask -TaskName ` + psLiteral)
@@ -46,6 +48,13 @@ func (g *Windows) effects(script string) {
 		p := remote.UploadPath(undouble(m[1]))
 		g.Files[p] = []byte(undouble(m[2]))
 		g.touch(p)
+	}
+	for _, m := range copyFileRE.FindAllStringSubmatch(script, -1) {
+		if data, ok := g.Files[remote.UploadPath(undouble(m[1]))]; ok {
+			to := remote.UploadPath(undouble(m[2]))
+			g.Files[to] = data
+			g.touch(to)
+		}
 	}
 	for _, m := range serviceRE.FindAllStringSubmatch(script, -1) {
 		g.Services[m[2]] = undouble(m[1])

@@ -112,7 +112,11 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
-	return baked.Record{Facts: facts, OS: guest}, changed, nil
+	pkgs, err := askPackages(ctx, r)
+	if err != nil {
+		return baked.Record{}, 0, err
+	}
+	return baked.Record{Facts: facts, OS: guest, Inventory: baked.Inventory{Packages: pkgs}}, changed, nil
 }
 
 // checkPackagedContainerd holds the containerd the distribution's package
@@ -158,6 +162,9 @@ func askFacts(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.
 	}
 	var err error
 	if f.Containerd, err = ask("containerd", "containerd --version | awk '{print $3}'"); err != nil {
+		return f, err
+	}
+	if f.Runc, err = ask("runc", runcCommand); err != nil {
 		return f, err
 	}
 	if plan.ContainerdSource == "package" {

@@ -91,3 +91,24 @@ func (img Image) Artifact(name string) (versions.Artifact, bool) {
 	}
 	return versions.Artifact{}, false
 }
+
+// ArtifactVersion is the release the artifact of that name is, as the
+// version table names it: "" for the joiner, whose version only the
+// installed binary knows, and for the images archives.
+func (img Image) ArtifactVersion(name string) string {
+	switch name {
+	case versions.ArtifactKubelet, versions.ArtifactKubeadm, versions.ArtifactKubectl, versions.ArtifactKubeLogRunner:
+		return img.Kubernetes.Version
+	case versions.ArtifactContainerd:
+		return img.Containerd.Version
+	case versions.ArtifactRunc:
+		return img.Containerd.RuncVersion
+	case versions.ArtifactCNIPlugins:
+		return img.CNIPlugins.Version
+	case versions.ArtifactCrictl:
+		return img.Crictl.Version
+	case versions.ArtifactCloudbaseInit:
+		return img.CloudbaseInit.Version
+	}
+	return ""
+}

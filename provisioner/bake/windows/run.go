@@ -101,10 +101,11 @@ $servicing = (Test-Path -LiteralPath ($cbs + '\RebootInProgress')) -or (Test-Pat
 Write-Output ('kubenode-boot: ' + $os.LastBootUpTime.ToUniversalTime().ToString('o') + ' servicing=' + $servicing)`
 
 // result is what run learned on the guest: the images the images step
-// listed and the version the installed joiner reports.
+// listed, the version the installed joiner reports and the inventory.
 type result struct {
-	Images []baked.Image
-	Joiner string
+	Images    []baked.Image
+	Joiner    string
+	Inventory baked.Inventory
 }
 
 // run bakes a Windows guest: it uploads the artifacts to the plan's
@@ -205,6 +206,9 @@ func run(ctx context.Context, rem *remote.Remote, plan Plan, uploads []Upload, s
 			if res.Joiner, err = r.joinerVersion(ctx, plan); err != nil {
 				return res, err
 			}
+			if res.Inventory, err = r.inventory(ctx); err != nil {
+				return res, err
+			}
 			ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes; sysprep generalizes it and powers it off", changed))
 			return res, r.sysprep(ctx, plan, s.Script)
 		}
@@ -232,6 +236,9 @@ func run(ctx context.Context, rem *remote.Remote, plan Plan, uploads []Upload, s
 		}
 	}
 	if res.Joiner, err = r.joinerVersion(ctx, plan); err != nil {
+		return res, err
+	}
+	if res.Inventory, err = r.inventory(ctx); err != nil {
 		return res, err
 	}
 	ui.Say(fmt.Sprintf("kubenode-bake: Windows baked, %d changes", changed))
@@ -477,6 +484,7 @@ const (
 	queryWindowsBuild     = "windows-build"
 	queryWindowsOS        = "windows-os"
 	queryJoinerVersion    = "joiner-version"
+	queryInventory        = "inventory"
 )
 
 // powershellQuery runs the short script named name as -EncodedCommand,
@@ -537,18 +545,19 @@ func Bake(ctx context.Context, ui packersdk.Ui, r *remote.Remote, img node.Image
 	if err != nil {
 		return baked.Record{}, err
 	}
-	facts, err := bakePlan(ctx, r, plan, img.Artifacts, srv)
+	rec, err := bakePlan(ctx, r, plan, img.Artifacts, srv)
 	if err != nil {
 		return baked.Record{}, err
 	}
-	facts.Bootstrap = img.Bootstrap
-	return baked.Record{Facts: facts, OS: guest}, nil
+	rec.Facts.Bootstrap = img.Bootstrap
+	rec.OS = guest
+	return rec, nil
 }
 
 // bakePlan has the guest download the artifacts (resolved and checked on
 // this machine) from srv, or uploads them when srv is nil, and runs the
-// plan: it returns what was baked.
-func bakePlan(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Facts, error) {
+// plan: it returns what was baked (the record's Facts and Inventory).
+func bakePlan(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.Artifact, srv *deliver.Server) (baked.Record, error) {
 	plan = plan.WithDefaults()
 	uploads := make([]Upload, len(arts))
 	facts := baked.Facts{Kubernetes: plan.Kubernetes.Version, Containerd: plan.Containerd.Version, CNIPlugins: plan.CNIPlugins.Version,
@@ -562,11 +571,11 @@ func bakePlan(ctx context.Context, r *remote.Remote, plan Plan, arts []versions.
 	}
 	res, err := run(ctx, r, plan, uploads, srv)
 	if err != nil {
-		return baked.Facts{}, err
+		return baked.Record{}, err
 	}
 	if res.Images != nil {
 		facts.Images = res.Images
 	}
 	facts.Joiner = res.Joiner
-	return facts, nil
+	return baked.Record{Facts: facts, Inventory: res.Inventory}, nil
 }

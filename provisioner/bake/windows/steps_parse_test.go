@@ -26,6 +26,8 @@ func TestWindowsScriptsParse(t *testing.T) {
 		"transport closer": []byte(transportCloser()),
 		// Run by the sysprep step as -EncodedCommand, before its uploads.
 		"first-boot prepare": []byte(firstBootPrepare(basePlan(t))),
+		// Run as -EncodedCommand before sysprep.
+		"inventory query": []byte(inventoryQuery()),
 	}
 	for name, src := range renderedWindows(t) {
 		if strings.HasSuffix(name, ".ps1") {

@@ -200,9 +200,10 @@ func TestNoWinRMCommandAfterSysprep(t *testing.T) {
 			g.Exit[stepSysprep] = exit
 			p := basePlan(t)
 			require.True(t, p.InstallJoiner)
-			facts, err := bakePlan(context.Background(), &remote.Remote{Comm: g, UI: guesttest.NewUI()}, p, testArtifacts(t, p), nil)
+			rec, err := bakePlan(context.Background(), &remote.Remote{Comm: g, UI: guesttest.NewUI()}, p, testArtifacts(t, p), nil)
 			require.NoError(t, err)
-			assert.Equal(t, "v0.9.1", facts.Joiner, "asked before sysprep")
+			assert.Equal(t, "v0.9.1", rec.Facts.Joiner, "asked before sysprep")
+			assert.Contains(t, rec.Inventory.Features, "Containers", "the inventory is asked before sysprep")
 			assert.True(t, g.Sysprepped)
 			assert.Empty(t, g.AfterSysprep, "no command reaches the guest once sysprep has returned")
 			commands, _, _ := g.Snapshot()

@@ -39,7 +39,7 @@ func TestTemplatesQuoteEveryValue(t *testing.T) {
 
 // Each script is a template of the one set.
 func TestScriptsAreTemplates(t *testing.T) {
-	names := []string{"sysprep.ps1.tmpl", "closer.ps1.tmpl", "first-boot.ps1.tmpl", "setup-complete.cmd.tmpl", "first-boot-prepare.lf.ps1.tmpl",
+	names := []string{"sysprep.ps1.tmpl", "closer.ps1.tmpl", "first-boot.ps1.tmpl", "setup-complete.cmd.tmpl", "first-boot-prepare.lf.ps1.tmpl", "inventory.lf.ps1.tmpl",
 		"permissions.ps1.tmpl", "automatic-updates.ps1.tmpl", "windows-update.ps1.tmpl", "windows-update-worker",
 		"cloudbase-init.ps1.tmpl", "start-kubelet.ps1.tmpl", "self-check.ps1.tmpl", "self-check-cluster-api"}
 	for _, step := range []string{stepFetchArtifacts, stepVerifyArtifacts, stepContainersFeature, stepRegistry, node.StepTimeSync,
