@@ -30,6 +30,24 @@ type ImageFacts struct {
 	Firmware     string `json:"firmware"`
 	Communicator string `json:"communicator"`
 	Accelerator  string `json:"accelerator"`
+	// Inputs are the files the build started from (the install ISO or
+	// base disk, virtio-win, extra CD-ROMs), for the image's provenance.
+	Inputs []Input `json:"inputs,omitempty"`
+	// ConfigSHA256 is the digest of the builder's configuration
+	// (confighash.Sum), for the image's provenance.
+	ConfigSHA256 string `json:"config_sha256,omitempty"`
+}
+
+// Input is a file the build started from.
+type Input struct {
+	// Name is its key in the configuration: iso_url, disk_image,
+	// virtio_win_iso, extra_cdroms[0].
+	Name string `json:"name"`
+	// URI is where it came from: its URL, or its absolute path.
+	URI string `json:"uri"`
+	// SHA256 is its digest (hex): the sha256 checksum it was checked
+	// against, else computed from the file; empty when the file was gone.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // ReadImageFacts returns the facts an artifact carries, if any.

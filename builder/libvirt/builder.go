@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/packerbuilderdata"
 
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/confighash"
 )
 
 // Builder is the kubenode-libvirt builder.
@@ -27,6 +28,7 @@ type Builder struct {
 func (b *Builder) ConfigSpec() hcldec.ObjectSpec { return b.config.FlatMapstructure().HCL2Spec() }
 
 func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
+	b.config.configSHA256 = confighash.Sum(raws...)
 	warnings, err := b.config.Prepare(raws...)
 	if err != nil {
 		return nil, warnings, err
@@ -77,7 +79,10 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	if _, ok := state.GetOk(multistep.StateHalted); ok {
 		return nil, errors.New("build was halted")
 	}
-	facts, err := json.Marshal(c.imageFacts())
+	f := c.imageFacts()
+	f.Inputs = c.inputs(ui, state)
+	f.ConfigSHA256 = c.configSHA256
+	facts, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
 	}

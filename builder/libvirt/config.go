@@ -270,6 +270,9 @@ type Config struct {
 	// diskSizeDefaulted: disk_size was not set, so it may grow to the base
 	// disk's size.
 	diskSizeDefaulted bool
+	// configSHA256 is the configuration's digest (confighash.Sum), for
+	// the image's provenance.
+	configSHA256 string
 }
 
 // WindowsSeedConfig renders the Windows seed (see autounattend.Windows).
