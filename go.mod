@@ -14,6 +14,7 @@ require (
 	github.com/hashicorp/packer-plugin-sdk v0.6.10
 	github.com/kdomanski/iso9660 v0.4.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
+	github.com/spdx/tools-golang v0.5.5
 	github.com/stretchr/testify v1.12.1
 	github.com/tree-sitter/go-tree-sitter v0.25.0
 	github.com/zclconf/go-cty v1.16.3
@@ -25,6 +26,7 @@ require (
 )
 
 require (
+	github.com/anchore/go-struct-converter v0.0.0-20221118182256-c68fdcfa2092 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/containerd/stargz-snapshotter/estargz v0.16.3 // indirect

@@ -85,8 +85,10 @@ type Inventory struct {
 	// provenance's inputs.
 	Inputs []Artifact `json:"inputs,omitempty"`
 	// Packages are a Linux guest's OS packages, read from its package
-	// database (dpkg or rpm) at the end of the bake.
-	Packages []Package `json:"packages,omitempty"`
+	// database at the end of the bake; PackageType is that database's
+	// package type, deb (dpkg) or rpm.
+	PackageType string    `json:"package_type,omitempty"`
+	Packages    []Package `json:"packages,omitempty"`
 	// Features are the Windows features installed on a Windows guest.
 	Features []string `json:"features,omitempty"`
 	// Files are the binaries the bake put on a Windows guest, as the

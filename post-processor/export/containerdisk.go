@@ -298,70 +298,125 @@ func containerDiskImage(layer v1.Layer) (v1.Image, error) {
 	return mutate.ConfigMediaType(img, types.OCIConfigJSON), nil
 }
 
+// attachment is a document the containerDisk carries as an OCI referrer
+// of its image: an artifact of artifactType holding the file title.
+type attachment struct {
+	artifactType, title string
+	content             []byte
+	created             time.Time
+}
+
+// attachFunc returns what the containerDisk image (its name and manifest
+// digest) carries as referrers.
+type attachFunc func(image, digest string) ([]attachment, error)
+
 // writeContainerDisk packs the qcow2 at disk as a KubeVirt containerDisk
 // into archive, an OCI image layout in a tar whose index names the image
 // (the annotations `ctr images import` names it by) as ref(its digest),
-// which it returns with the image. The layout is assembled in work, a
-// scratch directory beside archive; the returned image reads its layer
-// from there, so it is valid until work is removed.
-// The archive is written into work and moved to archive when complete,
-// with mode (safefile.Place).
-func writeContainerDisk(ctx context.Context, disk, fileName string, ref func(v1.Hash) (name.Tag, error), archive, work string, mode os.FileMode, progress func(pct int)) (v1.Image, name.Tag, error) {
+// which it returns with the image, and lists what attach returns as the
+// image's referrers: artifact manifests whose subject is the image's
+// manifest, unnamed. The layout is assembled in work, a scratch directory
+// beside archive; the returned images read their blobs from there, so
+// they are valid until work is removed. The archive is written into work
+// and moved to archive when complete, with mode (safefile.Place).
+func writeContainerDisk(ctx context.Context, disk, fileName string, ref func(v1.Hash) (name.Tag, error), archive, work string, mode os.FileMode, attach attachFunc, progress func(pct int)) (v1.Image, name.Tag, []v1.Image, error) {
 	dir := filepath.Join(work, "layout")
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	// The layer is written where the layout keeps it, so that AppendImage,
 	// which skips a blob that is there, does not copy it.
 	layer, err := writeLayerFile(ctx, disk, fileName, filepath.Join(blobs, ".layer.partial"), progress)
 	if err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	final := filepath.Join(blobs, layer.digest.Hex)
 	if err := os.Rename(layer.path, final); err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	layer.path = final
 	img, err := containerDiskImage(layer)
 	if err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	digest, err := img.Digest()
 	if err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	named, err := ref(digest)
 	if err != nil {
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
 		"io.containerd.image.name":          named.String(),
 		"org.opencontainers.image.ref.name": named.TagStr(),
 	}), layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
-		return nil, name.Tag{}, fmt.Errorf("writing the OCI layout: %w", err)
+		return nil, name.Tag{}, nil, fmt.Errorf("writing the OCI layout: %w", err)
+	}
+	var referrers []v1.Image
+	if attach != nil {
+		if referrers, err = appendReferrers(p, img, named, attach); err != nil {
+			return nil, name.Tag{}, nil, err
+		}
 	}
 	tmp := filepath.Join(work, "archive.tar")
 	if err := ocilayout.Tar(ctx, dir, tmp); err != nil {
 		os.Remove(tmp)
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
 	if err := safefile.Place(tmp, archive, mode); err != nil {
 		os.Remove(tmp)
-		return nil, name.Tag{}, err
+		return nil, name.Tag{}, nil, err
 	}
-	return img, named, nil
+	return img, named, referrers, nil
+}
+
+// appendReferrers appends what attach returns for img, named ref, to the
+// layout as referrers of img, and returns them.
+func appendReferrers(p layout.Path, img v1.Image, ref name.Tag, attach attachFunc) ([]v1.Image, error) {
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	size, err := img.Size()
+	if err != nil {
+		return nil, err
+	}
+	atts, err := attach(ref.String(), digest.String())
+	if err != nil {
+		return nil, err
+	}
+	subject := v1.Descriptor{MediaType: mt, Digest: digest, Size: size}
+	var out []v1.Image
+	for _, a := range atts {
+		r, err := ocilayout.Referrer(subject, a.artifactType, a.title, a.content, a.created)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.AppendImage(r); err != nil {
+			return nil, fmt.Errorf("writing %s into the OCI layout: %w", a.title, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // exportContainerDisk writes <name>.containerdisk.tar into dir from
 // qcow2, the qcow2 output of this run, or when there is none from a qcow2
-// it converts src into first; then pushes it when containerdisk_repository
-// is set. It returns the manifest's output and the files written.
-func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, srcFormat, qcow2, dir, outName, kubernetes string) (Output, []string, error) {
+// it converts src into first, with what attach returns as its image's
+// referrers; then pushes the image and its referrers when
+// containerdisk_repository is set. It returns the manifest's output and
+// the files written.
+func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, srcFormat, qcow2, dir, outName, kubernetes string, attach attachFunc) (Output, []string, error) {
 	ref := func(digest v1.Hash) (name.Tag, error) {
 		r, err := c.containerDiskRef(outName, kubernetes, digest)
 		if err != nil {
@@ -392,7 +447,7 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 	archive := filepath.Join(dir, outName+containerDiskSuffix)
 	fileName := outName + ".qcow2"
 	ui.Say(fmt.Sprintf("Writing %s (KubeVirt containerDisk holding disk/%s)", archive, fileName))
-	img, named, err := writeContainerDisk(ctx, qcow2, fileName, ref, archive, work, c.fileMode, func(pct int) {
+	img, named, referrers, err := writeContainerDisk(ctx, qcow2, fileName, ref, archive, work, c.fileMode, attach, func(pct int) {
 		ui.Message(fmt.Sprintf("%s: %d%% (%s)", filepath.Base(archive), pct, time.Since(start).Round(time.Second)))
 	})
 	if err != nil {
@@ -422,7 +477,7 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 	files := []string{archive, sumFile}
 	if c.ContainerDiskRepository != "" {
 		ui.Say(fmt.Sprintf("Pushing %s", named))
-		pushed, err := pushContainerDisk(ctx, ui, c, img, named)
+		pushed, err := pushContainerDisk(ctx, ui, c, img, named, referrers)
 		if err != nil {
 			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:` it, or run the export again", err, archive)
 		}

@@ -119,7 +119,7 @@ func TestContainerDiskIsReproducible(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
 		archive := filepath.Join(dir, "node.containerdisk.tar")
-		img, named, err := writeContainerDisk(context.Background(), disk, "node.qcow2", ref, archive, dir, 0o600, nil)
+		img, named, _, err := writeContainerDisk(context.Background(), disk, "node.qcow2", ref, archive, dir, 0o600, nil, nil)
 		require.NoError(t, err)
 		d, err := img.Digest()
 		require.NoError(t, err)
@@ -144,9 +144,18 @@ func hashFile(path string) (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
-// loadArchive unpacks an OCI layout archive and reads its one image back
-// with go-containerregistry, with its index annotations.
+// loadArchive unpacks an OCI layout archive and reads its one named image
+// back with go-containerregistry, with its index annotations; every other
+// manifest in the index is a referrer of it.
 func loadArchive(t *testing.T, archive string) (v1.Image, v1.Descriptor) {
+	t.Helper()
+	img, desc, _ := loadArchiveReferrers(t, archive)
+	return img, desc
+}
+
+// loadArchiveReferrers is loadArchive, with the index's referrers of the
+// image by artifact type: their one blob's bytes.
+func loadArchiveReferrers(t *testing.T, archive string) (v1.Image, v1.Descriptor, map[string][]byte) {
 	t.Helper()
 	dir := t.TempDir()
 	run(t, "tar", "-xf", archive, "-C", dir)
@@ -156,10 +165,33 @@ func loadArchive(t *testing.T, archive string) (v1.Image, v1.Descriptor) {
 	require.NoError(t, err)
 	m, err := index.IndexManifest()
 	require.NoError(t, err)
-	require.Len(t, m.Manifests, 1, "one image in the archive")
-	img, err := index.Image(m.Manifests[0].Digest)
+	require.NotEmpty(t, m.Manifests)
+	desc := m.Manifests[0]
+	require.NotEmpty(t, desc.Annotations["io.containerd.image.name"], "the image comes first, named")
+	img, err := index.Image(desc.Digest)
 	require.NoError(t, err)
-	return img, m.Manifests[0]
+	referrers := map[string][]byte{}
+	for _, d := range m.Manifests[1:] {
+		assert.Empty(t, d.Annotations, "a referrer is not named: importers do not take it for an image")
+		r, err := index.Image(d.Digest)
+		require.NoError(t, err)
+		rm, err := r.Manifest()
+		require.NoError(t, err)
+		require.NotNil(t, rm.Subject, "every other manifest refers to the image")
+		assert.Equal(t, desc.Digest, rm.Subject.Digest)
+		assert.Equal(t, desc.Size, rm.Subject.Size)
+		assert.Equal(t, desc.MediaType, rm.Subject.MediaType)
+		layers, err := r.Layers()
+		require.NoError(t, err)
+		require.Len(t, layers, 1)
+		rc, err := layers[0].Compressed()
+		require.NoError(t, err)
+		blob, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		referrers[d.ArtifactType] = blob
+	}
+	return img, desc, referrers
 }
 
 // layerDisk checks the image has one layer of disk/<file> and writes that
@@ -236,8 +268,9 @@ func TestExportContainerDiskReusesTheQcow2(t *testing.T) {
 	assert.Equal(t, Output{File: "node.containerdisk.tar", Format: "containerdisk", Compression: "gzip", Size: fileSize(t, archive), SHA256: sum,
 		Image: "localhost/kubenode/node:" + tag, Digest: desc.Digest.String()}, cd)
 	validateManifest(t, filepath.Join(out, ManifestFile))
-	assert.ElementsMatch(t, []string{"node.qcow2", "node.qcow2.sha256", "node.containerdisk.tar", "node.containerdisk.tar.sha256", ManifestFile}, dirNames(t, out), "no scratch left")
-	assert.Len(t, a.Files(), 5)
+	assert.ElementsMatch(t, []string{"node.qcow2", "node.qcow2.sha256", "node.containerdisk.tar", "node.containerdisk.tar.sha256",
+		"node.spdx.json", "node.provenance.json", ManifestFile}, dirNames(t, out), "no scratch left")
+	assert.Len(t, a.Files(), 7)
 }
 
 func dirNames(t *testing.T, dir string) []string {
@@ -269,7 +302,7 @@ func TestExportContainerDiskAlone(t *testing.T) {
 	disk := layerDisk(t, img, "Debian 12.qcow2")
 	run(t, "qemu-img", "check", "-q", disk)
 	run(t, "qemu-img", "compare", "-q", src, disk)
-	assert.ElementsMatch(t, []string{"Debian 12.containerdisk.tar", "Debian 12.containerdisk.tar.sha256", ManifestFile}, dirNames(t, out))
+	assert.ElementsMatch(t, []string{"Debian 12.containerdisk.tar", "Debian 12.containerdisk.tar.sha256", "Debian 12.spdx.json", "Debian 12.provenance.json", ManifestFile}, dirNames(t, out))
 	assert.Equal(t, "gzip", a.(*Artifact).manifest.Outputs[0].Compression, "the layer's compression")
 	var info struct {
 		FormatSpecific struct {
@@ -374,7 +407,7 @@ func TestInterruptedContainerDiskLeavesNothing(t *testing.T) {
 	out = t.TempDir()
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	_, _, err = exportContainerDisk(ctx, cancelUI{BasicUi: ui, cancel: cancel}, &p.config, src, "qcow2", src, out, "node", "v1.37.2")
+	_, _, err = exportContainerDisk(ctx, cancelUI{BasicUi: ui, cancel: cancel}, &p.config, src, "qcow2", src, out, "node", "v1.37.2", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "writing node.containerdisk.tar interrupted")
 	assert.Empty(t, dirNames(t, out), "cancelled while writing the layer")

@@ -130,7 +130,8 @@ func TestExportEveryFormat(t *testing.T) {
 	require.Len(t, m.Outputs, 4)
 	assert.Equal(t, "zstd", m.Outputs[0].Compression)
 	assert.Nil(t, m.Baked)
-	assert.Len(t, a.Files(), 9, "4 images, 4 checksum files, the manifest")
+	assert.Len(t, a.Files(), 11, "4 images, 4 checksum files, the SBOM, the provenance, the manifest")
+	assert.Equal(t, "-rw-r--r--", mode(t, filepath.Join(out, "node.spdx.json")), "the SBOM holds no secrets")
 }
 
 // validateManifest checks a written manifest against docs/manifest.schema.json.

@@ -28,6 +28,21 @@ type Manifest struct {
 	Baked         *Baked    `json:"baked"`
 	Tools         Tools     `json:"tools"`
 	Outputs       []Output  `json:"outputs"`
+	// SBOM and Provenance are the documents written beside the outputs
+	// (attest.go); absent in manifests of earlier exports.
+	SBOM       *Document `json:"sbom,omitempty"`
+	Provenance *Document `json:"provenance,omitempty"`
+}
+
+// Document is the SBOM or the provenance statement, a file beside the
+// outputs.
+type Document struct {
+	File string `json:"file"`
+	// MediaType is its format's: application/spdx+json (SPDX 2.3) or
+	// application/vnd.in-toto+json (an in-toto Statement v1 with a SLSA
+	// v1 provenance predicate).
+	MediaType string `json:"media_type"`
+	SHA256    string `json:"sha256"`
 }
 
 // OSInfo is the image's OS. ID, Name and Build are what the guest reported

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubenode/packer-plugin-kubenode/builder/libvirt"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
+	"github.com/kubenode/packer-plugin-kubenode/internal/confighash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
@@ -32,11 +33,17 @@ type PostProcessor struct {
 	config Config
 	// now is the build time written to the manifest; tests pin it.
 	now func() time.Time
+	// configSHA256 is the configuration's digest and templatePath the
+	// template Packer names, if it does: the provenance's parameters.
+	configSHA256, templatePath string
 }
 
 func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
 
-func (p *PostProcessor) Configure(raws ...interface{}) error { return p.config.Prepare(raws...) }
+func (p *PostProcessor) Configure(raws ...interface{}) error {
+	p.configSHA256, p.templatePath = confighash.Sum(raws...), templatePath(raws...)
+	return p.config.Prepare(raws...)
+}
 
 // PostProcess writes every format of the input's disk image, then the
 // containerdisk, if listed. The input
@@ -80,6 +87,16 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
 	}
+	// What the bake installed: the manifest's and the SBOM's, and the
+	// containerdisk's default tag. It is removed once the export is done.
+	rec, err := baked.Read(c.PackerBuildName)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("reading what kubenode-bake installed: %w", err)
+	}
+	osinfo := osInfo(in)
+	if rec != nil {
+		osinfo = osinfo.reported(rec.OS)
+	}
 
 	var files []string
 	var outputs []Output
@@ -118,42 +135,66 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 			qcow2 = dst
 		}
 	}
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	built := now().UTC().Truncate(time.Second)
+	qemuImg := qemuImgVersion(c.QemuImgPath)
+	// The SBOM and the provenance describe every output; a containerdisk
+	// carries them as referrers of its image, so they are written when its
+	// image's name and digest are known, before its archive.
+	docsOf := imageDocs{name: name, created: built, os: osinfo, rec: rec, in: in, c: c,
+		configSHA256: p.configSHA256, templatePath: p.templatePath, qemuImg: qemuImg}
+	var docs []document
+	writeDocs := func(outs []Output) ([]attachment, error) {
+		var err error
+		if docs, err = docsOf.write(dir, outs); err != nil {
+			return nil, err
+		}
+		var atts []attachment
+		for _, d := range docs {
+			atts = append(atts, attachment{artifactType: d.MediaType, title: d.File, content: d.content, created: built})
+		}
+		return atts, nil
+	}
 	// After the disk formats, whatever the order listed: it reuses the
 	// qcow2 output, and upload_pool takes the first output, a disk.
 	if slices.Contains(c.Formats, formatContainerDisk) {
-		// The default tag names the Kubernetes release kubenode-bake
-		// baked; its record is taken (and checked) below.
+		// The default tag names the Kubernetes release kubenode-bake baked.
 		kubernetes := ""
-		if rec, err := baked.Read(c.PackerBuildName); err == nil && rec != nil {
+		if rec != nil {
 			kubernetes = rec.Facts.Kubernetes
 		}
-		out, written, err := exportContainerDisk(ctx, ui, c, absSrc, srcFormat, qcow2, dir, name, kubernetes)
+		disks := slices.Clone(outputs)
+		out, written, err := exportContainerDisk(ctx, ui, c, absSrc, srcFormat, qcow2, dir, name, kubernetes, func(image, digest string) ([]attachment, error) {
+			return writeDocs(append(disks, Output{Format: formatContainerDisk, Image: image, Digest: digest}))
+		})
 		if err != nil {
 			return nil, true, true, err
 		}
 		files = append(files, written...)
 		outputs = append(outputs, out)
+	} else if _, err := writeDocs(outputs); err != nil {
+		return nil, true, true, err
+	}
+	for _, d := range docs {
+		files = append(files, d.path)
+		ui.Say("Wrote " + d.path)
 	}
 
-	now := time.Now
-	if p.now != nil {
-		now = p.now
-	}
 	m := Manifest{
 		SchemaVersion: ManifestSchemaVersion,
-		BuildTime:     now().UTC().Truncate(time.Second),
-		OS:            osInfo(in),
+		BuildTime:     built,
+		OS:            osinfo,
 		Firmware:      firmware(in),
-		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImgVersion(c.QemuImgPath)},
+		Tools:         Tools{Builder: in.BuilderId(), Plugin: version.PluginVersion.FormattedVersion(), QemuImg: qemuImg},
 		Outputs:       outputs,
-	}
-	rec, err := baked.Take(c.PackerBuildName)
-	if err != nil {
-		return nil, true, true, fmt.Errorf("reading what kubenode-bake installed: %w", err)
+		SBOM:          &docs[0].Document,
+		Provenance:    &docs[1].Document,
 	}
 	if rec != nil {
 		m.Baked = &rec.Facts
-		m.OS = m.OS.reported(rec.OS)
 	}
 	a := &Artifact{dir: dir, manifest: m, source: sourceID(in)}
 	if c.UploadPool != "" {
@@ -168,6 +209,9 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, in pac
 	}
 	ui.Say("Wrote " + mf)
 	a.files = append(files, mf)
+	if _, err := baked.Take(c.PackerBuildName); err != nil {
+		return nil, true, true, err
+	}
 	return a, true, insideInput(in, dir), nil
 }
 

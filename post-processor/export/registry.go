@@ -140,11 +140,13 @@ func (c *Config) newRegistryTransport(plain bool) *registryTransport {
 	return &registryTransport{base: base, c: c, plain: plain}
 }
 
-// pushContainerDisk pushes img as ref, reporting each 10%, and returns
-// the pushed reference by digest. Over HTTPS it sends the docker config's
+// pushContainerDisk pushes img as ref, reporting each 10%, then its
+// referrers (by digest; a registry without the referrers API gets the
+// fallback tag sha256-<digest> that lists them), and returns the pushed
+// reference by digest. Over HTTPS it sends the docker config's
 // credentials; a registry plainHTTPReason allows that does not answer
 // HTTPS is pushed to over plain HTTP without any.
-func pushContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, img v1.Image, ref name.Tag) (string, error) {
+func pushContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, img v1.Image, ref name.Tag, referrers []v1.Image) (string, error) {
 	digest, err := img.Digest()
 	if err != nil {
 		return "", err
@@ -195,6 +197,17 @@ func pushContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, img v1.I
 	<-done
 	if err != nil {
 		return "", fmt.Errorf("pushing %s: %w (%s)", ref, err, hint)
+	}
+	for _, r := range referrers {
+		d, err := r.Digest()
+		if err != nil {
+			return "", err
+		}
+		at := ref.Context().Digest(d.String())
+		if err := remote.Write(at, r, opts...); err != nil {
+			return "", fmt.Errorf("pushing the SBOM and provenance referring to %s: %s: %w (%s)", ref, at, err, hint)
+		}
+		ui.Message("pushed " + at.String())
 	}
 	return ref.Context().Digest(digest.String()).String(), nil
 }

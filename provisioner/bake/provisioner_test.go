@@ -51,6 +51,7 @@ func TestProvisionLinuxRecordsTheInventory(t *testing.T) {
 		{Name: "libc6", Version: "2.36-9+deb12u10", Arch: "amd64", Source: "glibc"},
 		{Name: "runc", Version: "1.1.5+ds1-1+deb12u1", Arch: "amd64"},
 	}, rec.Inventory.Packages)
+	assert.Equal(t, "deb", rec.Inventory.PackageType)
 	assert.Equal(t, "1.3.0", rec.Facts.Runc)
 	assert.Regexp(t, `^[0-9a-f]{64}$`, rec.ConfigSHA256)
 

@@ -48,13 +48,13 @@ func (g *Linux) Start(_ context.Context, cmd *packersdk.RemoteCmd) error {
 		out = g.Commands[cmd.Command]
 	case g.OSRelease != "" && strings.Contains(cmd.Command, "/etc/os-release"):
 		out = g.OSRelease
-	case strings.Contains(cmd.Command, "dpkg-query -W -f='kubenode-package"):
+	case strings.Contains(cmd.Command, "dpkg-query -W -f='kubenode-package\\tdeb"):
 		pkgs := g.Packages
 		if pkgs == nil {
 			pkgs = LinuxPackages
 		}
 		for _, p := range pkgs {
-			out += "kubenode-package\t" + p + "\n"
+			out += "kubenode-package\tdeb\t" + p + "\n"
 		}
 	case strings.Contains(cmd.Command, "runc --version"):
 		out = "1.3.0\n"

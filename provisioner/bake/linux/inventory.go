@@ -15,37 +15,40 @@ import (
 const packagePrefix = "kubenode-package\t"
 
 // packagesCommand lists the guest's OS packages from its package
-// database, one a line: the prefix, an installed flag (dpkg's status
-// abbreviation; "ii" for rpm, which lists installed packages only), name,
-// version, architecture and source package. dpkg-query is asked first:
+// database, one a line: the prefix, the package type (deb or rpm), an
+// installed flag (dpkg's status abbreviation; "ii" for rpm, which lists
+// installed packages only), name, version, architecture and source
+// package. dpkg-query is asked first:
 // an rpm binary on a Debian guest has no database of its own.
 const packagesCommand = `if command -v dpkg-query >/dev/null 2>&1; then ` +
-	`dpkg-query -W -f='kubenode-package\t${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\t${source:Package}\n'; ` +
-	`else rpm -qa --qf 'kubenode-package\tii\t%{NAME}\t%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\t%{ARCH}\t%{SOURCERPM}\n'; fi`
+	`dpkg-query -W -f='kubenode-package\tdeb\t${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\t${source:Package}\n'; ` +
+	`else rpm -qa --qf 'kubenode-package\trpm\tii\t%{NAME}\t%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\t%{ARCH}\t%{SOURCERPM}\n'; fi`
 
 // askPackages asks the guest for its installed OS packages, for the
 // image's SBOM: after the bake's steps, so the list is the image's.
-func askPackages(ctx context.Context, r *remote.Remote) ([]baked.Package, error) {
+func askPackages(ctx context.Context, r *remote.Remote) (string, []baked.Package, error) {
 	code, out, err := r.Exec(ctx, packagesCommand)
-	pkgs := parsePackages(out)
+	typ, pkgs := parsePackages(out)
 	if err != nil || code != 0 || len(pkgs) == 0 {
-		return nil, fmt.Errorf("asking the guest for its packages for the image's SBOM (dpkg-query -W, or rpm -qa): exit %d, %v, %d packages: %s",
+		return "", nil, fmt.Errorf("asking the guest for its packages for the image's SBOM (dpkg-query -W, or rpm -qa): exit %d, %v, %d packages: %s",
 			code, err, len(pkgs), lastLines(out, 5))
 	}
-	return pkgs, nil
+	return typ, pkgs, nil
 }
 
 // parsePackages reads packagesCommand's output: installed packages only
 // (dpkg also lists removed ones whose configuration files remain), not
 // rpm's gpg-pubkey entries (imported signing keys), sorted by name and
-// architecture.
-func parsePackages(out string) []baked.Package {
+// architecture, and their type (deb or rpm).
+func parsePackages(out string) (string, []baked.Package) {
 	var pkgs []baked.Package
+	typ := ""
 	for _, line := range strings.Split(out, "\n") {
 		rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), packagePrefix)
 		if !ok {
 			continue
 		}
+		typ, rest, _ = strings.Cut(rest, "\t")
 		f := strings.Split(rest, "\t")
 		if len(f) < 4 || len(f[0]) < 2 || f[0][1] != 'i' || f[1] == "" || f[1] == "gpg-pubkey" {
 			continue
@@ -62,7 +65,10 @@ func parsePackages(out string) []baked.Package {
 	slices.SortFunc(pkgs, func(a, b baked.Package) int {
 		return strings.Compare(a.Name+"\x00"+a.Arch, b.Name+"\x00"+b.Arch)
 	})
-	return slices.Compact(pkgs)
+	if len(pkgs) == 0 {
+		return "", nil
+	}
+	return typ, slices.Compact(pkgs)
 }
 
 // none is rpm's "(none)" as empty.

@@ -112,11 +112,11 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
-	pkgs, err := askPackages(ctx, r)
+	typ, pkgs, err := askPackages(ctx, r)
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
-	return baked.Record{Facts: facts, OS: guest, Inventory: baked.Inventory{Packages: pkgs}}, changed, nil
+	return baked.Record{Facts: facts, OS: guest, Inventory: baked.Inventory{PackageType: typ, Packages: pkgs}}, changed, nil
 }
 
 // checkPackagedContainerd holds the containerd the distribution's package
