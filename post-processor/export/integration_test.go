@@ -78,7 +78,9 @@ func TestUploadIntoPool(t *testing.T) {
 // manifest records, mounted read-only; disk/node.qcow2 is the only file,
 // owned by 107:107 (KubeVirt's qemu user) and mode 0440 in a 0555 disk/;
 // copied out it passes `qemu-img check` and `qemu-img compare` with the
-// source. Needs root, containerd, ctr and qemu-img.
+// source. The archive's index also lists the image's referrers (its SBOM
+// and provenance), which the import stores without naming them. Needs
+// root, containerd, ctr and qemu-img.
 func TestContainerDiskImportsIntoContainerd(t *testing.T) {
 	dir := t.TempDir()
 	src := sourceImage(t, dir)
@@ -91,6 +93,8 @@ func TestContainerDiskImportsIntoContainerd(t *testing.T) {
 	m := a.(*Artifact).manifest
 	require.Len(t, m.Outputs, 1)
 
+	_, _, referrers := loadArchiveReferrers(t, filepath.Join(out, "node.containerdisk.tar"))
+	require.Len(t, referrers, 2, "the SBOM and the provenance")
 	cd := harness.ContainerDiskFromArchive(t, filepath.Join(out, "node.containerdisk.tar"))
 	assert.Equal(t, m.Outputs[0].Image, cd.Ref, "named by the archive's index")
 	assert.Equal(t, "localhost/kubenode/node:"+strings.TrimPrefix(m.Outputs[0].Digest, "sha256:")[:12], cd.Ref, "tagged by its digest (not baked)")

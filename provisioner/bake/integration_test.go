@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/attest/attesttest"
 	"github.com/kubenode/packer-plugin-kubenode/internal/baked"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 )
@@ -92,8 +93,11 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 		} `json:"os"`
 		Baked   *baked.Facts `json:"baked"`
 		Outputs []struct {
+			File   string `json:"file"`
 			Format string `json:"format"`
 		} `json:"outputs"`
+		SBOM       *struct{ File, SHA256 string } `json:"sbom"`
+		Provenance *struct{ File, SHA256 string } `json:"provenance"`
 	}
 	require.NoError(t, json.Unmarshal(data, &m))
 	// The OS is what the guest reported (/etc/os-release), not the seed.
@@ -119,6 +123,28 @@ func TestLinuxBakeInATCGGuest(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"qcow2", "containerdisk"}, formats)
 	assertPreloaded(t, images, m.Baked.Images)
+
+	// The SBOM beside the image parses with the SPDX library and names the
+	// kubelet (the release's binary), containerd and runc (Debian's
+	// packages) at the versions the guest reported; the provenance's
+	// subject is the qcow2, by its sha256.
+	require.NotNil(t, m.SBOM, "the manifest lists the SBOM: %s", data)
+	require.NotNil(t, m.Provenance, "the manifest lists the provenance: %s", data)
+	doc := attesttest.SBOM(t, filepath.Join(b.Dir, m.SBOM.File))
+	assert.Equal(t, fileSum(t, filepath.Join(b.Dir, m.SBOM.File)), m.SBOM.SHA256)
+	require.NotEmpty(t, m.Baked.Runc, "%s", data)
+	attesttest.Baked(t, doc, "kubelet", m.Baked.Kubernetes)
+	attesttest.Baked(t, doc, "containerd", m.Baked.Containerd)
+	attesttest.Baked(t, doc, "runc", m.Baked.Runc)
+	st := attesttest.Provenance(t, filepath.Join(b.Dir, m.Provenance.File))
+	var qcow2 string
+	for _, o := range m.Outputs {
+		if o.Format == "qcow2" {
+			qcow2 = o.File
+		}
+	}
+	require.NotEmpty(t, qcow2)
+	assert.Equal(t, fileSum(t, filepath.Join(b.Dir, qcow2)), st.SubjectDigest(qcow2), "the provenance's subject digest is the qcow2's sha256")
 }
 
 // assertPreloaded checks the manifest's baked.images: each archive's image

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubenode/packer-plugin-kubenode/cmd/lab/lab"
+	"github.com/kubenode/packer-plugin-kubenode/internal/attest/attesttest"
 	"github.com/kubenode/packer-plugin-kubenode/internal/filehash"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/labimages"
@@ -143,6 +144,33 @@ func TestEndToEnd(t *testing.T) {
 		side, err := os.ReadFile(l.Image + ".sha256")
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(string(side), out.SHA256), "the .sha256 file: %s", side)
+	})
+
+	t.Run("SBOM and provenance", func(t *testing.T) {
+		data, err := os.ReadFile(l.Manifest)
+		require.NoError(t, err)
+		var m export.Manifest
+		require.NoError(t, json.Unmarshal(data, &m))
+		require.NotNil(t, m.Baked, "%s", data)
+		require.NotNil(t, m.SBOM, "the manifest lists the SBOM: %s", data)
+		require.NotNil(t, m.Provenance, "the manifest lists the provenance: %s", data)
+		dir := filepath.Dir(l.Manifest)
+		sbom, prov := filepath.Join(dir, m.SBOM.File), filepath.Join(dir, m.Provenance.File)
+		assert.Equal(t, sum(t, sbom), m.SBOM.SHA256)
+		assert.Equal(t, sum(t, prov), m.Provenance.SHA256)
+		// The SBOM parses with the SPDX library and names the kubelet,
+		// containerd and runc at the versions baked, runc's as the guest
+		// reported it.
+		doc := attesttest.SBOM(t, sbom)
+		require.NotEmpty(t, m.Baked.Runc, "%s", data)
+		attesttest.Baked(t, doc, "kubelet", m.Baked.Kubernetes)
+		attesttest.Baked(t, doc, "containerd", m.Baked.Containerd)
+		attesttest.Baked(t, doc, "runc", m.Baked.Runc)
+		assert.Equal(t, []string{productionKubernetes}, attesttest.Versions(doc, "kubelet"))
+		assert.NotEmpty(t, attesttest.Versions(doc, "libc6"), "the guest's Debian packages")
+		// The provenance's subject is the qcow2, by its sha256.
+		st := attesttest.Provenance(t, prov)
+		assert.Equal(t, sum(t, l.Image), st.SubjectDigest(filepath.Base(l.Image)), "the provenance's subject digest is the qcow2's sha256")
 	})
 
 	client, err := l.Client()

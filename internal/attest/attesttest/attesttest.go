@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	spdxjson "github.com/spdx/tools-golang/json"
@@ -117,4 +118,22 @@ func (st Statement) SubjectDigest(name string) string {
 		}
 	}
 	return ""
+}
+
+// Baked checks that the SBOM names name once, at the version the bake
+// recorded (the manifest's baked object), a leading "v" aside: the release
+// itself (kubelet v1.33.13), or a distribution's package of it whose
+// version goes on from it (Debian's containerd 1.6.20~ds1-1+b1 for the
+// 1.6.20~ds1 that `containerd --version` reports).
+func Baked(t testing.TB, doc *spdx.Document, name, baked string) {
+	t.Helper()
+	versions := Versions(doc, name)
+	if len(versions) != 1 {
+		t.Errorf("the SBOM names %s %d times (versions %q), not once", name, len(versions), versions)
+		return
+	}
+	got, want := strings.TrimPrefix(versions[0], "v"), strings.TrimPrefix(baked, "v")
+	if want == "" || !strings.HasPrefix(got, want) || len(got) > len(want) && got[len(want)] >= '0' && got[len(want)] <= '9' {
+		t.Errorf("the SBOM names %s %s, and the bake recorded %q", name, versions[0], baked)
+	}
 }
