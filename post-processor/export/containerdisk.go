@@ -479,7 +479,7 @@ func exportContainerDisk(ctx context.Context, ui packersdk.Ui, c *Config, src, s
 		ui.Say(fmt.Sprintf("Pushing %s", named))
 		pushed, err := pushContainerDisk(ctx, ui, c, img, named, referrers)
 		if err != nil {
-			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:` it, or run the export again", err, archive)
+			return Output{}, nil, fmt.Errorf("%w; the archive %s is complete: `ctr images import` or `skopeo copy oci-archive:%s:%s` it, or run the export again", err, archive, archive, named.TagStr())
 		}
 		ui.Message("pushed " + pushed)
 		out.Reference = pushed

@@ -374,6 +374,8 @@ func TestExportContainerDiskPushFailure(t *testing.T) {
 	require.Error(t, err)
 	assert.Regexp(t, "pushing "+regexp.QuoteMeta(host)+"/nodes/x:[0-9a-f]{12}", err.Error())
 	assert.Contains(t, err.Error(), "the archive "+filepath.Join(out, "blank.containerdisk.tar")+" is complete")
+	assert.Regexp(t, "`skopeo copy oci-archive:"+regexp.QuoteMeta(filepath.Join(out, "blank.containerdisk.tar"))+`:[^:`+"`"+`]+`+"` it", err.Error(),
+		"skopeo names the image by its tag: the archive's index lists its referrers too")
 }
 
 // cancelUI cancels the build at the first progress message.
