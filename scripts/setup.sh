@@ -8,6 +8,9 @@
 #
 #   scripts/setup.sh packages    Debian packages (apt-get; needs root)
 #   scripts/setup.sh packer      packer: its release download, else built from the Go module proxy
+#   scripts/setup.sh packer-mpl  packer $PACKER_MPL_VERSION, the last MPL-2.0 line, the same way
+#                                (make validate-examples and make release check the examples with it too)
+#   scripts/setup.sh goreleaser  goreleaser, built from the Go module proxy (make release)
 #   scripts/setup.sh packer-path prints the packer make dev uses: one on PATH when it
 #                                is $PACKER_VERSION or newer, else the pinned build (downloaded or built if missing)
 #   scripts/setup.sh packer-sdc  packer-sdc (the SDK's code/doc generator)
@@ -25,6 +28,10 @@ set -euo pipefail
 # Pinned versions: the module proxy refuses version lists for packer and its
 # SDK, so nothing here may say @latest.
 PACKER_VERSION=v1.16.0
+# Packer's last MPL-2.0 release line is 1.9.x (1.10.0 onwards are BUSL-1.1);
+# v1.9.5 is not served by the module proxy.
+PACKER_MPL_VERSION=v1.9.4
+GORELEASER_VERSION=v2.15.1 # v2.18.2 and newer need a newer Go
 PACKER_SDC_VERSION=v0.6.10 # must match packer-plugin-sdk in go.mod
 PACKER_PLUGIN_QEMU_VERSION=v1.0.9 # newer tags are not served by the module proxy
 
@@ -49,6 +56,8 @@ APT_PACKAGES=(
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
 PACKER_BIN=$CACHE/packer/$PACKER_VERSION/packer
+PACKER_MPL_BIN=$CACHE/packer/$PACKER_MPL_VERSION/packer
+GORELEASER_BIN=$CACHE/goreleaser/$GORELEASER_VERSION/goreleaser
 PACKER_SDC_BIN=$CACHE/packer-sdc/$PACKER_SDC_VERSION/packer-sdc
 PACKER_PLUGIN_QEMU_BIN=$CACHE/packer-plugin-qemu/$PACKER_PLUGIN_QEMU_VERSION/packer-plugin-qemu
 
@@ -101,9 +110,11 @@ build_from_module() {
   log "$name $version: built at $bin"
 }
 
-# get_packer puts packer at PACKER_BIN: HashiCorp's release zip, checked
-# against its SHA256SUMS, else built from the Go module proxy.
+# get_packer [VERSION BIN] puts packer VERSION (PACKER_VERSION) at BIN
+# (PACKER_BIN): HashiCorp's release zip, checked against its SHA256SUMS,
+# else built from the Go module proxy.
 get_packer() {
+  local PACKER_VERSION=${1:-$PACKER_VERSION} PACKER_BIN=${2:-$PACKER_BIN}
   if [ -x "$PACKER_BIN" ]; then
     log "packer $PACKER_VERSION: cached at $PACKER_BIN"
     return
@@ -127,6 +138,14 @@ get_packer() {
   fi
   log "packer $PACKER_VERSION: not downloaded ($download_error): building from the Go module proxy instead"
   build_from_module packer github.com/hashicorp/packer "$PACKER_VERSION" "$PACKER_BIN" " (about 7 minutes cold)"
+}
+
+get_packer_mpl() {
+  get_packer "$PACKER_MPL_VERSION" "$PACKER_MPL_BIN"
+}
+
+build_goreleaser() {
+  build_from_module goreleaser github.com/goreleaser/goreleaser/v2 "$GORELEASER_VERSION" "$GORELEASER_BIN" " (5 CPU-minutes cold)"
 }
 
 # version_at_least A B: A >= B, both X.Y.Z (sort -V orders versions).
@@ -205,12 +224,16 @@ print_env() {
   echo "export CGO_CFLAGS=\"$(tree_sitter_cflags)\""
   echo "export PACKER_CHECKPOINT_DISABLE=1"
   echo "export KUBENODE_PACKER=\"$PACKER_BIN\""
+  echo "export KUBENODE_PACKER_MPL=\"$PACKER_MPL_BIN\""
+  echo "export KUBENODE_GORELEASER=\"$GORELEASER_BIN\""
   echo "export KUBENODE_PACKER_SDC=\"$PACKER_SDC_BIN\""
 }
 
 case "${1:-all}" in
   packages) packages ;;
   packer) get_packer ;;
+  packer-mpl) get_packer_mpl ;;
+  goreleaser) build_goreleaser ;;
   packer-path) packer_path ;;
   packer-sdc) build_packer_sdc ;;
   k8s) bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null ;;
@@ -220,19 +243,19 @@ case "${1:-all}" in
     packages
     # Three jobs at once, each in a subshell of its own (set -e holds in
     # it): the test base disk (debootstrap: mostly downloads and unpacking;
-    # as root only, as it needs), packer, and packer-sdc with the capirender
-    # modules and the Kubernetes binaries. The Go builds are CPU-bound, but
-    # each spends minutes downloading modules and linking on one core,
-    # which the other fills.
+    # as root only, as it needs), the two packers, and packer-sdc with the
+    # capirender modules, the Kubernetes binaries and goreleaser. The Go
+    # builds are CPU-bound, but each spends minutes downloading modules and
+    # linking on one core, which the other fills.
     pids=() names=()
     if [ "$(id -u)" -eq 0 ]; then
       bash "$ROOT/scripts/base-disk.sh" >/dev/null &
       pids+=($!) names+=("scripts/base-disk.sh")
     fi
-    (build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null) &
-    pids+=($!) names+=("packer-sdc, the capirender modules or scripts/k8s-binaries.sh")
-    (get_packer) &
-    pids+=($!) names+=("packer")
+    (build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null; build_goreleaser) &
+    pids+=($!) names+=("packer-sdc, the capirender modules, scripts/k8s-binaries.sh or goreleaser")
+    (get_packer; get_packer_mpl) &
+    pids+=($!) names+=("packer (v1.16.0, then the MPL-2.0 v1.9.4)")
     # Whatever fails, nothing is left running.
     trap 'for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done' EXIT
     failed=""
@@ -242,5 +265,5 @@ case "${1:-all}" in
     [ -z "$failed" ] || { log "failed: $failed (its lines above)"; exit 1; }
     ;;
   env) print_env ;;
-  *) echo "usage: $0 [packages|packer|packer-path|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [packages|packer|packer-mpl|goreleaser|packer-path|packer-sdc|k8s|capirender|packer-plugin-qemu|all|env]" >&2; exit 2 ;;
 esac

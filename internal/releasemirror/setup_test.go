@@ -20,6 +20,7 @@ import (
 // scripts/k8s-binaries.sh and the version table.
 const (
 	setupPacker     = "1.16.0"
+	setupPackerMPL  = "1.9.4"
 	setupKubernetes = "v1.37.2"
 )
 
@@ -120,6 +121,12 @@ func TestSetupBuildsWhenDownloadsAreUnreachable(t *testing.T) {
 		"building from the Go module proxy instead", stderr)
 	assert.FileExists(t, filepath.Join(cache, "packer", "v"+setupPacker, "packer"))
 
+	_, stderr, err = runScript(t, env, "setup.sh", "packer-mpl")
+	require.NoError(t, err)
+	assert.Regexp(t, "packer v"+setupPackerMPL+": "+unreachable(closed, "/releases.hashicorp.com/packer/"+setupPackerMPL+"/packer_"+setupPackerMPL+"_SHA256SUMS")+
+		"building from the Go module proxy instead", stderr)
+	assert.FileExists(t, filepath.Join(cache, "packer", "v"+setupPackerMPL, "packer"))
+
 	k8sDir, stderr, err := runScript(t, env, "k8s-binaries.sh", setupKubernetes)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(cache, "kubernetes", setupKubernetes), k8sDir)
@@ -134,6 +141,7 @@ func TestSetupBuildsWhenDownloadsAreUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	for _, want := range []string{
 		"go mod download -json github.com/hashicorp/packer@v" + setupPacker,
+		"go mod download -json github.com/hashicorp/packer@v" + setupPackerMPL,
 		"go mod download -json k8s.io/kubernetes@" + setupKubernetes,
 		"./cmd/kubeadm ./cmd/kubelet", "./cmd/kubenode-etcd",
 	} {
