@@ -14,22 +14,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testedPacker is the packer release scripts/setup.sh builds and every test
-// runs: the oldest one the plugin is known to work with.
-func testedPacker(t *testing.T) string {
+// setupPin reads a version scripts/setup.sh pins (NAME=vX.Y.Z).
+func setupPin(t *testing.T, name string) string {
 	t.Helper()
 	setup, err := os.ReadFile("scripts/setup.sh")
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^PACKER_VERSION=v(\d+\.\d+\.\d+)\b`).FindSubmatch(setup)
-	require.NotNil(t, m, "scripts/setup.sh pins PACKER_VERSION=vX.Y.Z")
+	m := regexp.MustCompile(`(?m)^` + name + `=v(\d+\.\d+\.\d+)\b`).FindSubmatch(setup)
+	require.NotNil(t, m, "scripts/setup.sh pins %s=vX.Y.Z", name)
 	return string(m[1])
 }
 
+// testedPacker is the packer release scripts/setup.sh builds and every test
+// runs.
+func testedPacker(t *testing.T) string { return setupPin(t, "PACKER_VERSION") }
+
+// mplPacker is the MPL-licensed packer release scripts/setup.sh builds as
+// well, which make validate-examples and make release validate the
+// examples with: the oldest one the plugin is known to work with.
+func mplPacker(t *testing.T) string { return setupPin(t, "PACKER_MPL_VERSION") }
+
 // TestExamplesRequireTheTestedPacker: every example's packer block states
-// the tested release as its minimum, which packer checks before anything
-// else, and the install docs say the same.
+// the oldest tested release as its minimum, which packer checks before
+// anything else, and the install docs say the same and name both tested
+// releases.
 func TestExamplesRequireTheTestedPacker(t *testing.T) {
-	want := ">= " + testedPacker(t)
+	oldest := mplPacker(t)
+	want := ">= " + oldest
 	examples, err := filepath.Glob("examples/*.pkr.hcl")
 	require.NoError(t, err)
 	require.NotEmpty(t, examples)
@@ -54,8 +64,25 @@ func TestExamplesRequireTheTestedPacker(t *testing.T) {
 	for _, doc := range []string{"docs/README.md", "README.md"} {
 		b, err := os.ReadFile(doc)
 		require.NoError(t, err)
-		assert.Contains(t, string(b), "Packer "+testedPacker(t)+" or newer", doc)
+		assert.Contains(t, string(b), "Packer "+oldest+" or newer", doc)
+		assert.Contains(t, string(b), testedPacker(t), doc)
 	}
+}
+
+// TestBothPackersAreInTheEnvironment: make validate-examples validates
+// with the packer of KUBENODE_PACKER and, when set, KUBENODE_PACKER_MPL;
+// scripts/setup.sh env sets both, to the builds of the pinned versions.
+func TestBothPackersAreInTheEnvironment(t *testing.T) {
+	cache := t.TempDir()
+	cmd := exec.Command("bash", "scripts/setup.sh", "env")
+	cmd.Env = append(os.Environ(), "KUBENODE_CACHE="+cache)
+	out, err := cmd.Output()
+	require.NoError(t, err, "scripts/setup.sh env")
+	assert.Contains(t, string(out), `export KUBENODE_PACKER="`+filepath.Join(cache, "packer", "v"+testedPacker(t), "packer")+`"`)
+	assert.Contains(t, string(out), `export KUBENODE_PACKER_MPL="`+filepath.Join(cache, "packer", "v"+mplPacker(t), "packer")+`"`)
+	script, err := os.ReadFile("scripts/validate-examples.sh")
+	require.NoError(t, err)
+	assert.Contains(t, string(script), `validate_examples "$KUBENODE_PACKER_MPL"`)
 }
 
 // TestDevUsesPackerFromPath: `make dev` installs the plugin into the packer

@@ -16,7 +16,7 @@
 #     -var kubernetes_dir="$(scripts/k8s-binaries.sh)" \
 #     examples/debian-12-capi.pkr.hcl
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

@@ -35,7 +35,7 @@
 #
 # (docs/joiner.md: several nodes at once, labels, `joiner doctor`.)
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

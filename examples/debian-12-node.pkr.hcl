@@ -16,7 +16,7 @@
 #     -var joiner=dist/kubenode-joiner \
 #     examples/debian-12-node.pkr.hcl
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

@@ -5,7 +5,7 @@
 #   eval "$(scripts/setup.sh env)"   # packer on PATH
 #   packer build -var base_disk=/path/to/debian-12.qcow2 examples/debian-12.pkr.hcl
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

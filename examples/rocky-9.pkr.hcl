@@ -23,7 +23,7 @@
 # names no installation source, so Anaconda installs from the DVD itself;
 # the boot ISO would need inst.repo=<a mirror URL> added to boot_command.
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

@@ -19,7 +19,7 @@
 # -var iso_checksum=sha256:... for another point release or a local copy.
 # The install takes minutes under KVM and well over half an hour under TCG.
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

@@ -39,7 +39,7 @@
 # off. Every VM made from the image gets its own computer name, the
 # Administrator password clone_admin_password, and starts the joiner.
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

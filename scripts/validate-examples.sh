@@ -7,6 +7,14 @@
 # by URL is replaced by the stand-in disk too: packer validate would fetch
 # its checksum file (`file:https://...`), which needs the network.
 #
+# With KUBENODE_PACKER_MPL set (scripts/setup.sh env: packer v1.9.4, the
+# last MPL-licensed line), every example is validated with it as well. That
+# packer has no `plugins install --path`, and a development build
+# (0.1.0-dev) does not meet `version = ">= 0.1.0"` there, so it gets what
+# `packer init` would install: a release build (no pre-release suffix),
+# named packer-plugin-kubenode_v<version>_<api>_<os>_<arch> beside its
+# _SHA256SUM file.
+#
 #   scripts/validate-examples.sh PLUGIN_BINARY
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,15 +50,38 @@ for f in "${templates[@]}"; do
   fi
 done
 
-for f in "$ROOT"/examples/*.pkr.hcl; do
-  vars=()
-  for v in "${!standin[@]}"; do
-    grep -q "variable \"$v\"" "$f" && vars+=(-var "$v=${standin[$v]}")
+# validate_examples PACKER validates every example with PACKER and the
+# plugin in $PACKER_PLUGIN_PATH.
+validate_examples() {
+  local packer=$1 f v vars
+  for f in "$ROOT"/examples/*.pkr.hcl; do
+    vars=()
+    for v in "${!standin[@]}"; do
+      grep -q "variable \"$v\"" "$f" && vars+=(-var "$v=${standin[$v]}")
+    done
+    echo "packer validate ${vars[*]} examples/$(basename "$f")"
+    if ! "$packer" validate "${vars[@]}" "$f"; then
+      echo "FAILED: examples/$(basename "$f") with $packer"
+      status=1
+    fi
   done
-  echo "packer validate ${vars[*]} examples/$(basename "$f")"
-  if ! "$packer" validate "${vars[@]}" "$f"; then
-    echo "FAILED: examples/$(basename "$f")"
-    status=1
-  fi
-done
+}
+echo "with $("$packer" version | head -n1)"
+validate_examples "$packer"
+
+if [ -n "${KUBENODE_PACKER_MPL:-}" ]; then
+  export PACKER_PLUGIN_PATH=$tmp/plugins-mpl
+  mod=$(go list -m)
+  go build -ldflags "-X $mod/version.VersionPrerelease=" -o "$tmp/release-build" .
+  desc=$("$tmp/release-build" describe)
+  version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' <<<"$desc")
+  api=$(sed -n 's/.*"api_version":"\([^"]*\)".*/\1/p' <<<"$desc")
+  dir=$PACKER_PLUGIN_PATH/github.com/kubenode/kubenode
+  bin=$dir/packer-plugin-kubenode_v${version}_${api}_$(go env GOOS)_$(go env GOARCH)
+  mkdir -p "$dir"
+  mv "$tmp/release-build" "$bin"
+  sha256sum "$bin" | cut -d' ' -f1 | tr -d '\n' >"${bin}_SHA256SUM"
+  echo "with $("$KUBENODE_PACKER_MPL" version | head -n1) and $(basename "$bin")"
+  validate_examples "$KUBENODE_PACKER_MPL"
+fi
 exit $status
