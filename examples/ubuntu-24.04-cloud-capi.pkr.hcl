@@ -39,7 +39,7 @@
 # release files), registry_mirrors (a mirror of registry.k8s.io) and a
 # local image, as in debian-12-cloud-node.pkr.hcl.
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {

@@ -25,7 +25,7 @@
 # as in debian-12-cloud-node.pkr.hcl. Join a VM made from the image with a
 # join seed disc (`joiner token --seed-iso`, docs/joiner.md).
 packer {
-  required_version = ">= 1.16.0"
+  required_version = ">= 1.9.4"
 
   required_plugins {
     kubenode = {
