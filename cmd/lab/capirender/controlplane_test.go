@@ -227,7 +227,9 @@ func TestControlPlaneJoinStructure(t *testing.T) {
 	if reg := join["nodeRegistration"].(map[string]any); reg["taints"] != nil {
 		t.Errorf("taints: %v, want none given (kubeadm's control-plane taint)", reg["taints"])
 	}
-	if !slices.ContainsFunc(cc.RunCmd, func(c string) bool { return strings.HasPrefix(c, joinCommand+" ") && strings.HasSuffix(c, "&& "+sentinel) }) {
+	if !slices.ContainsFunc(cc.RunCmd, func(c string) bool {
+		return strings.HasPrefix(c, joinCommand+" ") && strings.HasSuffix(c, "&& "+sentinel)
+	}) {
 		t.Errorf("runcmd has no `%s && %s`: %q", joinCommand, sentinel, cc.RunCmd)
 	}
 }
