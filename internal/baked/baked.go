@@ -37,6 +37,11 @@ type Facts struct {
 	// namespace (archives imported, images pulled), as containerd listed
 	// them afterwards.
 	Images []Image `json:"images"`
+	// KubeadmImages are the images `kubeadm config images list` named for
+	// Kubernetes (kubenode-bake's kubeadm_images), each among Images:
+	// what `kubeadm init` and `kubeadm join --control-plane` run. Absent
+	// when the bake did not preload them.
+	KubeadmImages []string `json:"kubeadm_images,omitempty"`
 }
 
 // Image is a container image in containerd's store.

@@ -95,8 +95,22 @@ type Config struct {
 	PullImages []string `mapstructure:"pull_images"`
 	// Pull kubeadm's images for `kubernetes_version` in the guest
 	// (`kubeadm config images pull`): the control plane's, CoreDNS and the
-	// pause image. Linux only. Default false.
+	// pause image. Linux only. Default false. The same as `kubeadm_images
+	// = "pull"`.
 	PullKubeadmImages bool `mapstructure:"pull_kubeadm_images"`
+	// Preload every image `kubeadm config images list --kubernetes-version
+	// <kubernetes_version>` names in the guest (kube-apiserver,
+	// kube-controller-manager, kube-scheduler, kube-proxy, etcd, CoreDNS,
+	// pause): what `kubeadm init` and `kubeadm join --control-plane` run,
+	// for an image that serves control-plane Machines. `pull`: those the
+	// `images` archives do not hold are pulled (through `registry_mirrors`).
+	// `archives`: they come from the `images` archives alone, for builds
+	// that reach no registry; the bake fails, naming each image, when an
+	// archive is missing. Either way they are pinned like `images`, the
+	// self-check verifies the whole list, and the manifest records it
+	// (`baked.kubeadm_images`). Linux only. Default: none (`pull` with
+	// `pull_kubeadm_images`).
+	KubeadmImages string `mapstructure:"kubeadm_images"`
 	// containerd registry host configuration: repeatable
 	// `registry_mirrors { registry = "docker.io", endpoints = [...] }`
 	// blocks, one per registry, each written as the registry's hosts.toml

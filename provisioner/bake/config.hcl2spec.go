@@ -30,6 +30,7 @@ type FlatConfig struct {
 	Images                        []FlatImageArchive   `mapstructure:"images" cty:"images" hcl:"images"`
 	PullImages                    []string             `mapstructure:"pull_images" cty:"pull_images" hcl:"pull_images"`
 	PullKubeadmImages             *bool                `mapstructure:"pull_kubeadm_images" cty:"pull_kubeadm_images" hcl:"pull_kubeadm_images"`
+	KubeadmImages                 *string              `mapstructure:"kubeadm_images" cty:"kubeadm_images" hcl:"kubeadm_images"`
 	RegistryMirrors               []FlatRegistryMirror `mapstructure:"registry_mirrors" cty:"registry_mirrors" hcl:"registry_mirrors"`
 	ArtifactsDir                  *string              `mapstructure:"artifacts_dir" cty:"artifacts_dir" hcl:"artifacts_dir"`
 	Artifacts                     map[string]string    `mapstructure:"artifacts" cty:"artifacts" hcl:"artifacts"`
@@ -102,6 +103,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"images":                           &hcldec.BlockListSpec{TypeName: "images", Nested: hcldec.ObjectSpec((*FlatImageArchive)(nil).HCL2Spec())},
 		"pull_images":                      &hcldec.AttrSpec{Name: "pull_images", Type: cty.List(cty.String), Required: false},
 		"pull_kubeadm_images":              &hcldec.AttrSpec{Name: "pull_kubeadm_images", Type: cty.Bool, Required: false},
+		"kubeadm_images":                   &hcldec.AttrSpec{Name: "kubeadm_images", Type: cty.String, Required: false},
 		"registry_mirrors":                 &hcldec.BlockListSpec{TypeName: "registry_mirrors", Nested: hcldec.ObjectSpec((*FlatRegistryMirror)(nil).HCL2Spec())},
 		"artifacts_dir":                    &hcldec.AttrSpec{Name: "artifacts_dir", Type: cty.String, Required: false},
 		"artifacts":                        &hcldec.AttrSpec{Name: "artifacts", Type: cty.Map(cty.String), Required: false},

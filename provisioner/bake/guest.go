@@ -24,6 +24,8 @@ var guestRules = []guestRule{
 		`hostname_prefix: Linux's clone naming; Windows' sysprep gives each VM its own name; remove hostname_prefix for a Windows guest`},
 	{"windows", func(c *Config) bool { return c.PullKubeadmImages },
 		`pull_kubeadm_images: kubeadm's images are the Linux control plane's, which a Windows node never runs; remove pull_kubeadm_images for a Windows guest (preload the pause image with images or pull_images)`},
+	{"windows", func(c *Config) bool { return c.KubeadmImages != "" },
+		`kubeadm_images: kubeadm's images are the Linux control plane's, which a Windows node never runs; remove kubeadm_images for a Windows guest (preload the pause image with images or pull_images)`},
 	{"windows", func(c *Config) bool { return c.CNI == "bridge" }, windows.NoCNIBridge},
 	{"windows", func(c *Config) bool { return c.ContainerdSource == "package" }, windows.NoContainerdPackage},
 	// Each OS's bootstrap data has its own key: cloud-init's datasources

@@ -46,6 +46,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 		{"windows", map[string]any{"keep_build_account": true}},
 		{"windows", map[string]any{"hostname_prefix": "lab-"}},
 		{"windows", map[string]any{"pull_kubeadm_images": true}},
+		{"windows", map[string]any{"kubeadm_images": "pull"}},
 		{"windows", map[string]any{"cni": "bridge"}},
 		{"windows", map[string]any{"containerd_source": "package", "kubernetes_version": "v1.36.0"}},
 		{"windows", with(capi, "cloud_init_datasources", []string{"NoCloud"})},

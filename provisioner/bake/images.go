@@ -134,13 +134,26 @@ func ArchiveRefs(file string) ([]string, error) {
 // v1AnnotationRefName is the OCI image spec's reference-name annotation.
 const v1AnnotationRefName = "org.opencontainers.image.ref.name"
 
-// prepareImages checks `images`, `pull_images` and `pull_kubeadm_images`:
-// every archive exists, has the sha256 given and names at least one image;
-// every reference parses. It hashes the archives, so a wrong one fails
-// `packer validate` before any machine boots.
+// prepareImages checks `images`, `pull_images`, `pull_kubeadm_images` and
+// `kubeadm_images`: every archive exists, has the sha256 given and names at
+// least one image; every reference parses; kubeadm's images come from one
+// place. It hashes the archives, so a wrong one fails `packer validate`
+// before any machine boots.
 func (c *Config) prepareImages() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch c.KubeadmImages {
+	case "", node.KubeadmPull:
+	case node.KubeadmArchives:
+		if c.PullKubeadmImages {
+			add("pull_kubeadm_images: kubeadm_images = %q takes kubeadm's images from the images archives alone, and pull_kubeadm_images pulls them: remove one", node.KubeadmArchives)
+		}
+		if len(c.Images) == 0 {
+			add("kubeadm_images = %q: no images archive is given; add the archives of the images `kubeadm config images list --kubernetes-version %s` names, or set kubeadm_images = %q", node.KubeadmArchives, cmp.Or(c.KubernetesVersion, "<kubernetes_version>"), node.KubeadmPull)
+		}
+	default:
+		add("kubeadm_images: %q is not one of %q (pulled where the archives lack them) and %q (from the images archives alone)", c.KubeadmImages, node.KubeadmPull, node.KubeadmArchives)
+	}
 	for i := range c.Images {
 		im := &c.Images[i]
 		key := fmt.Sprintf("images[%d]", i)
@@ -213,8 +226,8 @@ const imageArtifactPrefix = "image:"
 // imagePlan reads the archives' references and names their files in the
 // staging directory; it returns the uploads too (as artifacts named
 // `image:<file>`, whose checksums the manifest records).
-func (c *Config) imagePlan(kubeadm bool) (node.Images, []versions.Artifact, error) {
-	im := node.Images{Kubeadm: kubeadm}
+func (c *Config) imagePlan() (node.Images, []versions.Artifact, error) {
+	im := node.Images{Kubeadm: c.kubeadmImages()}
 	var arts []versions.Artifact
 	for i, a := range c.Images {
 		refs, err := ArchiveRefs(a.Path)
@@ -240,6 +253,15 @@ func (c *Config) imagePlan(kubeadm bool) (node.Images, []versions.Artifact, erro
 	return im, arts, nil
 }
 
+// kubeadmImages is where kubeadm's images come from (node.Images.Kubeadm):
+// kubeadm_images, or pull with pull_kubeadm_images.
+func (c *Config) kubeadmImages() string {
+	if c.KubeadmImages == "" && c.PullKubeadmImages {
+		return node.KubeadmPull
+	}
+	return c.KubeadmImages
+}
+
 // safeFileName keeps letters, digits, dot, dash and underscore.
 func safeFileName(s string) string {
 	b := []byte(s)
@@ -254,7 +276,7 @@ func safeFileName(s string) string {
 // warnPauseImage warns when nothing puts the pause image into the image:
 // every node would pull it when it starts its first Pod, which an
 // air-gapped node cannot. kubeadmPause is kubeadm's pause image for the
-// Kubernetes version, which pull_kubeadm_images pulls.
+// Kubernetes version, which kubeadm_images preloads.
 func warnPauseImage(ui packersdk.Ui, im node.Images, pause, kubeadmPause string) {
 	want, err := NormalizeRef(pause)
 	if err != nil {
@@ -263,9 +285,9 @@ func warnPauseImage(ui packersdk.Ui, im node.Images, pause, kubeadmPause string)
 	if slices.Contains(im.Refs(), want) {
 		return
 	}
-	if kp, err := NormalizeRef(kubeadmPause); im.Kubeadm && err == nil && kp == want {
+	if kp, err := NormalizeRef(kubeadmPause); im.Kubeadm != "" && err == nil && kp == want {
 		return
 	}
-	ui.Error(fmt.Sprintf("kubenode-bake: warning: the pause image %s is not preloaded (no images archive holds it, pull_images does not name it, pull_kubeadm_images does not pull it): "+
+	ui.Error(fmt.Sprintf("kubenode-bake: warning: the pause image %s is not preloaded (no images archive holds it, pull_images does not name it, kubeadm_images does not preload it): "+
 		"every node will pull it when it starts its first Pod, which fails on an air-gapped node; add an images archive with it, or list it in pull_images", pause))
 }

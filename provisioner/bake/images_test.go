@@ -235,8 +235,8 @@ func TestWarnPauseImage(t *testing.T) {
 		{"in an archive", archive, "registry.k8s.io/pause:3.10", false},
 		{"another pause in the archive", archive, "registry.k8s.io/pause:3.9", true},
 		{"pulled, written unnormalized", node.Images{Pull: []string{"docker.io/library/pause:1"}}, "pause:1", false},
-		{"kubeadm's", node.Images{Kubeadm: true}, "registry.k8s.io/pause:3.10", false},
-		{"not kubeadm's", node.Images{Kubeadm: true}, "example.com/pause:3.10", true},
+		{"kubeadm's", node.Images{Kubeadm: node.KubeadmPull}, "registry.k8s.io/pause:3.10", false},
+		{"not kubeadm's", node.Images{Kubeadm: node.KubeadmPull}, "example.com/pause:3.10", true},
 	} {
 		ui := &packersdk.MockUi{}
 		warnPauseImage(ui, c.im, c.pause, "registry.k8s.io/pause:3.10")
@@ -285,4 +285,41 @@ registry_mirrors {
 		{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}, SkipVerify: true},
 		{Registry: "_default", Endpoints: []string{"http://10.0.2.2:5000"}},
 	}, c.RegistryMirrors)
+}
+
+// kubeadm_images: pull or archives; archives needs archives and no
+// pull_kubeadm_images; pull_kubeadm_images alone is pull.
+func TestKubeadmImagesKey(t *testing.T) {
+	dir := t.TempDir()
+	a := dockerArchive(t, dir, "registry.k8s.io/pause:3.10")
+	archives := []map[string]any{{"path": a, "sha256": fileSHA(t, a)}}
+	for _, c := range []struct {
+		name string
+		raw  map[string]any
+		want string // the plan's Images.Kubeadm, or an error's text
+		err  bool
+	}{
+		{"none", map[string]any{}, "", false},
+		{"pull_kubeadm_images", map[string]any{"pull_kubeadm_images": true}, node.KubeadmPull, false},
+		{"pull", map[string]any{"kubeadm_images": "pull"}, node.KubeadmPull, false},
+		{"archives", map[string]any{"kubeadm_images": "archives", "images": archives}, node.KubeadmArchives, false},
+		{"archives and pull_kubeadm_images", map[string]any{"kubeadm_images": "archives", "images": archives, "pull_kubeadm_images": true}, "pull_kubeadm_images: kubeadm_images = \"archives\" takes kubeadm's images from the images archives alone", true},
+		{"archives without archives", map[string]any{"kubeadm_images": "archives", "kubernetes_version": "v1.33.13"}, "kubeadm_images = \"archives\": no images archive is given; add the archives of the images `kubeadm config images list --kubernetes-version v1.33.13` names", true},
+		{"unknown", map[string]any{"kubeadm_images": "registry"}, `kubeadm_images: "registry" is not one of "pull"`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cfg Config
+			c.raw["download_cache_dir"] = t.TempDir()
+			err := cfg.Prepare(c.raw)
+			if c.err {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.want)
+				return
+			}
+			require.NoError(t, err)
+			im, _, err := cfg.imagePlan()
+			require.NoError(t, err)
+			assert.Equal(t, c.want, im.Kubeadm)
+		})
+	}
 }

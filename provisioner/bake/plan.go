@@ -96,7 +96,7 @@ func (c *Config) nodeImage(guest string, win versions.WindowsRelease) (node.Imag
 // archives to its artifacts (after the downloads: they are local files,
 // checked in Prepare), and warns when the pause image is not preloaded.
 func (c *Config) withImages(ui packersdk.Ui, img *node.Image) error {
-	im, arts, err := c.imagePlan(c.PullKubeadmImages)
+	im, arts, err := c.imagePlan()
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ func (p Plan) selfCheck() node.SelfCheck {
 		BridgeCNI:            p.CNI == "bridge",
 		Images:               append(slices.Clone(p.CheckImages), p.Images.Refs()...),
 		CloudInitDatasources: p.CloudInitDatasources,
+		KubeadmImages:        p.Images.Kubeadm != "",
 	}
 }
 

@@ -65,7 +65,7 @@ func TestLinuxImagesStep(t *testing.T) {
 	p := testPlan()
 	p.Staging = dir
 	p.Images = guesttest.Images()
-	p.Images.Kubeadm = true
+	p.Images.Kubeadm = node.KubeadmPull
 	for _, a := range p.Images.Archives {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, a.FileName+".refs"), []byte(strings.Join(a.Refs, "\n")), 0o644))
 	}
@@ -136,7 +136,7 @@ func TestImagesStepPlace(t *testing.T) {
 func renderedImages() map[string][]byte {
 	p := testPlan()
 	p.Images = guesttest.Images()
-	p.Images.Kubeadm = true
+	p.Images.Kubeadm = node.KubeadmPull
 	return map[string][]byte{"images/linux-images.sh": images(p)}
 }
 
@@ -152,4 +152,88 @@ func TestLinuxImagesScriptParses(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, renderedImages()["images/linux-images.sh"], 0o644))
 	out, err := exec.Command("sh", "-n", file).CombinedOutput()
 	assert.NoError(t, err, string(out))
+}
+
+// kubeadm_images = "archives": kubeadm's images come from the archives
+// alone. When the archives hold every one, nothing is pulled, each is
+// pinned and named as kubeadm's; when one is missing, the step fails
+// naming it, still pulling nothing.
+func TestLinuxKubeadmImagesFromArchives(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "ctr"), []byte(fakeCtr), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "kubeadm"), []byte(fakeKubeadm), 0o755))
+	p := testPlan()
+	p.Staging = dir
+	p.Images = node.Images{Kubeadm: node.KubeadmArchives, Archives: []node.ImageFile{
+		{FileName: "image-1-control-plane.tar", SHA256: strings.Repeat("1", 64), Refs: []string{"registry.k8s.io/kube-apiserver:v1.33.13", "registry.k8s.io/pause:3.10"}},
+	}}
+	refs := filepath.Join(dir, "image-1-control-plane.tar.refs")
+	require.NoError(t, os.WriteFile(refs, []byte(strings.Join(p.Images.Archives[0].Refs, "\n")), 0o644))
+	step, ok := imagesStep(p)
+	require.True(t, ok)
+	script := filepath.Join(dir, "images.sh")
+	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
+	run := func() (string, error) {
+		cmd := exec.Command("sh", script)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run()
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "ok: kubeadm's images imported")
+	assert.Equal(t, []string{"registry.k8s.io/kube-apiserver:v1.33.13", "registry.k8s.io/pause:3.10"}, node.ParseKubeadmImages(out))
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(calls), "pull", "nothing is pulled")
+	db, err := os.ReadFile(filepath.Join(dir, "images"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(db)), "\n") {
+		assert.Contains(t, line, node.PinnedLabel, "every image pinned: %s", line)
+	}
+
+	// An archive of the pause image alone.
+	p.Images.Archives[0].Refs = []string{"registry.k8s.io/pause:3.10"}
+	step, _ = imagesStep(p)
+	require.NoError(t, os.WriteFile(script, step.Script, 0o644))
+	require.NoError(t, os.WriteFile(refs, []byte("registry.k8s.io/pause:3.10"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "images")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "calls")))
+	out, err = run()
+	require.Error(t, err, out)
+	assert.Contains(t, out, "kubeadm config images list names images no images archive holds: registry.k8s.io/kube-apiserver:v1.33.13")
+	assert.Contains(t, out, `kubeadm_images = "pull"`)
+	calls, _ = os.ReadFile(filepath.Join(dir, "calls"))
+	assert.NotContains(t, string(calls), "pull", "nothing is pulled")
+}
+
+// The self-check verifies kubeadm's list: each image present and pinned.
+func TestLinuxSelfCheckKubeadmImages(t *testing.T) {
+	bin := t.TempDir()
+	fakes := map[string]string{
+		"kubeadm": `case "$1 $2 $3" in "config images list") printf 'registry.k8s.io/kube-apiserver:v1.33.13\nregistry.k8s.io/etcd:3.5.21-0\nregistry.k8s.io/pause:3.10\n' ;; *) echo v1.33.13 ;; esac`,
+		"ctr": `[ "$*" = "-n k8s.io images ls" ] || exit 0
+echo 'REF TYPE DIGEST SIZE PLATFORMS LABELS'
+echo 'registry.k8s.io/kube-apiserver:v1.33.13 x sha256:1 1 linux/amd64 io.cri-containerd.pinned=pinned'
+echo 'registry.k8s.io/pause:3.10 x sha256:2 1 linux/amd64 -'`,
+	}
+	for name, body := range fakes {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	}
+	p := testPlan()
+	p.Images = node.Images{Kubeadm: node.KubeadmArchives}
+	script := filepath.Join(t.TempDir(), "self-check.sh")
+	require.NoError(t, os.WriteFile(script, SelfCheck(p.selfCheck()), 0o644))
+	cmd := exec.Command("sh", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+	out, _ := cmd.CombinedOutput()
+	got := string(out)
+	assert.Contains(t, got, "ok: kubeadm's image registry.k8s.io/kube-apiserver:v1.33.13 (pinned)")
+	assert.Contains(t, got, "problem: kubeadm's image registry.k8s.io/etcd:3.5.21-0 is not in containerd")
+	assert.Contains(t, got, "problem: kubeadm's image registry.k8s.io/pause:3.10 is not pinned")
+
+	p.Images = node.Images{}
+	assert.NotContains(t, string(SelfCheck(p.selfCheck())), "kubeadm config images list", "not checked without kubeadm_images")
 }

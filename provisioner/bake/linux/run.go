@@ -69,6 +69,7 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 	}
 	changed := 0
 	images := []baked.Image{}
+	var kubeadmImages []string
 	steps := Steps(plan)
 	runStep := func(i int) error {
 		s := steps[i]
@@ -83,6 +84,7 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 		}
 		if s.Name == node.StepImages {
 			images = node.ParseImageListing(out)
+			kubeadmImages = node.ParseKubeadmImages(out)
 		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepPrerequisites && plan.ContainerdSource == "package" {
@@ -107,7 +109,7 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 	if err != nil {
 		return baked.Record{}, 0, err
 	}
-	facts.Images = images
+	facts.Images, facts.KubeadmImages = images, kubeadmImages
 	guest, err := askGuestOS(ctx, r)
 	if err != nil {
 		return baked.Record{}, 0, err

@@ -68,6 +68,8 @@ var fixed = map[string]string{
 	"aptTimers":                aptTimers,
 	"k8sNS":                    node.ContainerdK8sNS,
 	"imageListedPrefix":        node.ImageListedPrefix,
+	"kubeadmImagePrefix":       node.KubeadmImagePrefix,
+	"kubeadmPull":              node.KubeadmPull,
 	"caFileName":               node.CAFileName,
 	"cloneNetplan":             cloneNetplan,
 }

@@ -21,6 +21,18 @@ const (
 	ArchiveLabelKey   = "kubenode.io/archive-sha256"
 	ContainerdK8sNS   = "k8s.io"
 	ImageListedPrefix = "image: "
+	// KubeadmImagePrefix starts the lines the images step prints for
+	// each image `kubeadm config images list` names.
+	KubeadmImagePrefix = "kubeadm image: "
+)
+
+// Where the images step takes kubeadm's images from (Images.Kubeadm).
+const (
+	// KubeadmPull pulls those the archives do not hold.
+	KubeadmPull = "pull"
+	// KubeadmArchives takes them from the archives alone: one missing
+	// fails the step.
+	KubeadmArchives = "archives"
 )
 
 // Images is what the images step puts into containerd's k8s.io namespace.
@@ -29,9 +41,10 @@ type Images struct {
 	Archives []ImageFile
 	// Pull are references pulled in the guest (normalized).
 	Pull []string
-	// Kubeadm pulls kubeadm's images for the plan's Kubernetes version
-	// (`kubeadm config images pull`); Linux only.
-	Kubeadm bool
+	// Kubeadm preloads every image `kubeadm config images list` names for
+	// the plan's Kubernetes version, from KubeadmPull or KubeadmArchives;
+	// empty: none. Linux only.
+	Kubeadm string
 }
 
 // ImageFile is one uploaded archive.
@@ -45,7 +58,7 @@ type ImageFile struct {
 }
 
 // Empty says there is nothing to preload: no images step.
-func (im Images) Empty() bool { return len(im.Archives) == 0 && len(im.Pull) == 0 && !im.Kubeadm }
+func (im Images) Empty() bool { return len(im.Archives) == 0 && len(im.Pull) == 0 && im.Kubeadm == "" }
 
 // Refs are every reference the images step must leave in containerd
 // (kubeadm's are known on the guest only).
@@ -76,4 +89,17 @@ func ParseImageListing(out string) []baked.Image {
 		}
 	}
 	return images
+}
+
+// ParseKubeadmImages reads the "kubeadm image: REF" lines the images step
+// prints: every image kubeadm named, in its order.
+func ParseKubeadmImages(out string) []string {
+	var refs []string
+	for _, line := range strings.Split(out, "\n") {
+		ref, ok := strings.CutPrefix(strings.TrimSpace(line), KubeadmImagePrefix)
+		if ok && ref != "" && !strings.ContainsAny(ref, " \t") && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
 }

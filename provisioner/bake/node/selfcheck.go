@@ -41,6 +41,10 @@ type SelfCheck struct {
 	// namespace (the images preloaded into the image), as `ctr -n k8s.io
 	// images ls -q` lists them; see NormalizeImageRef.
 	Images []string
+	// KubeadmImages: every image `kubeadm config images list` names for
+	// KubernetesVersion is in containerd's k8s.io namespace, pinned
+	// (Linux: kubeadm_images).
+	KubeadmImages bool
 }
 
 // SelfCheckError is a failed self-check: every problem it found.

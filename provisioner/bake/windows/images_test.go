@@ -18,7 +18,7 @@ func TestImagesStepPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, guesttest.StepNames(steps), node.StepImages)
 	w.Images = guesttest.Images()
-	w.Images.Kubeadm = false
+	w.Images.Kubeadm = ""
 	steps, err = Steps(w)
 	require.NoError(t, err)
 	got := guesttest.StepNames(steps)

@@ -42,6 +42,7 @@ if [ -n "$missing" ]; then
   echo "changed: kubeadm's images pulled:$missing"
 else echo "ok: kubeadm's images pulled"; fi
 for r in $kubeadm_images; do has "$r" 'io.cri-containerd.pinned=pinned' || { pin "$r"; echo "changed: $r pinned"; }; done
+for r in $kubeadm_images; do echo "kubeadm image: $r"; done
 expected="$expected $kubeadm_images"
 failed=''
 for r in $expected; do
