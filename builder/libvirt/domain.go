@@ -101,6 +101,9 @@ type diskSpec struct {
 // forwarded from the hypervisor's 127.0.0.1), Network or Bridge.
 type netSpec struct {
 	UserForward *portForward
+	// UserExtraForwards are more ports forwarded the same way (an API
+	// server's, say).
+	UserExtraForwards []portForward
 	// UserGuestIP is the address user networking's DHCP hands the guest
 	// (QEMU's dhcpstart; default 10.0.2.15) and UserMAC the NIC's MAC
 	// (default QEMU's 52:54:00:12:34:56): machines booted side by side
@@ -233,6 +236,9 @@ func domainXML(s domainSpec) (string, error) {
 			netdev += ",dhcpstart=" + s.Net.UserGuestIP
 		}
 		if fwd := s.Net.UserForward; fwd.HostPort > 0 {
+			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", fwd.HostPort, fwd.GuestPort)
+		}
+		for _, fwd := range s.Net.UserExtraForwards {
 			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", fwd.HostPort, fwd.GuestPort)
 		}
 		device := fmt.Sprintf("%s,netdev=%s,bus=%s,addr=%#x", nicModel, userNetID, rootBus(s.Machine), userNICSlot)

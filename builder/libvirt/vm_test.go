@@ -56,6 +56,17 @@ func TestVMDomainXMLGivesACloneItsOwnAddressAndMAC(t *testing.T) {
 	assert.Contains(t, args, "virtio-net-pci,netdev="+userNetID+",bus=pcie.0,addr=0x10,mac=52:54:00:6b:6e:02")
 }
 
+// More ports are forwarded beside SSH's: a control plane's API server.
+func TestVMDomainXMLForwardsMorePorts(t *testing.T) {
+	x, err := VM{Name: "cp", Accelerator: "tcg", CPUs: 2, MemoryMiB: 2560, Disk: "/d.qcow2",
+		SSHPort: 2223, Forwards: map[int]int{41000: 6443, 40999: 10250}}.DomainXML()
+	require.NoError(t, err)
+	assert.Contains(t, x, "hostfwd=tcp:127.0.0.1:2223-:22,hostfwd=tcp:127.0.0.1:40999-:10250,hostfwd=tcp:127.0.0.1:41000-:6443")
+	_, err = VM{Name: "cp", Accelerator: "tcg", CPUs: 2, MemoryMiB: 2560, Disk: "/d.qcow2",
+		SSHPort: 2223, Forwards: map[int]int{2223: 6443}}.DomainXML()
+	assert.ErrorContains(t, err, "forward 2223 → 6443")
+}
+
 func TestVMDomainXMLRejectsIncompleteVMs(t *testing.T) {
 	for name, vm := range map[string]VM{
 		"no disk":         {Name: "n", Accelerator: "tcg", CPUs: 1, MemoryMiB: 512},
