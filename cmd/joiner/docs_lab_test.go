@@ -17,6 +17,7 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/cmd/joiner/internal/jointest"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
+	"github.com/kubenode/packer-plugin-kubenode/internal/journeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -88,23 +89,15 @@ current-context: kind-kind
 }
 
 // labWindowsTokenCommand is the `joiner token` command of
-// docs/lab-windows.md, as written there: its words after the program.
+// docs/lab-windows.md (its block marked `journey seed`), as written there:
+// its words after the program.
 func labWindowsTokenCommand(t *testing.T) []string {
-	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "lab-windows.md"))
+	blocks, err := journeys.Load(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	var cmd string
-	fenced, cont := false, false
-	for _, line := range strings.Split(string(page), "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "```"):
-			fenced, cont = !fenced, false
-		case fenced && (cont || strings.HasPrefix(trimmed, "dist/kubenode-joiner token ")):
-			require.False(t, !cont && cmd != "", "docs/lab-windows.md has one `joiner token` command")
-			cmd += " " + strings.TrimSuffix(trimmed, "\\")
-			cont = strings.HasSuffix(trimmed, "\\")
-		}
-	}
+	b, err := journeys.Find(blocks, "docs/lab-windows.md", "seed")
+	require.NoError(t, err)
+	require.Equal(t, 1, b.Commands(), "docs/lab-windows.md's seed block is one joiner token command")
+	cmd := strings.ReplaceAll(b.Text, "\\\n", " ")
 	words := strings.Fields(cmd)
 	require.NotEmpty(t, words, "docs/lab-windows.md runs dist/kubenode-joiner token")
 	require.Equal(t, "dist/kubenode-joiner", words[0])

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubenode/packer-plugin-kubenode/autounattend"
 	"github.com/kubenode/packer-plugin-kubenode/internal/harness"
 	"github.com/kubenode/packer-plugin-kubenode/internal/joinerapi/config"
 	"github.com/kubenode/packer-plugin-kubenode/internal/localcluster"
@@ -106,6 +108,98 @@ func TestJoinRealControlPlane(t *testing.T) {
 		assert.Contains(t, out, "[FAIL] node "+nodeName+": not registered")
 	})
 
+	// The documentation's commands, run as written but for the reader's
+	// own paths, names and addresses (internal/journeys).
+	//
+	// docs/lab-windows.md step 6 asks a kind cluster, whose cluster-info
+	// names https://kind-control-plane:6443 (the name the Windows node
+	// gets a hosts entry for). A second control plane that gives its
+	// nodes that URL, as kind's does, stands in for it.
+	t.Run("docs/lab-windows.md step 6, against a control plane whose cluster-info names kind-control-plane", func(t *testing.T) {
+		const kindServer = "https://kind-control-plane:6443"
+		kind := harness.ControlPlaneT(t, localcluster.ControlPlaneOptions{BinDir: c.bin, Dir: filepath.Join(c.dir, "kind"), ServerURL: kindServer})
+
+		out, err := harness.RunJourney(t, harness.Journey{Page: "docs/lab-windows.md", ID: "doctor", Subs: []string{
+			"dist/kubenode-joiner", c.joiner,
+			"kind.kubeconfig", kind.AdminKubeconfig,
+		}})
+		require.Error(t, err, "without Calico and kube-proxy for Windows some checks fail")
+		assert.Contains(t, out, "[ok  ] cluster-info: present, names "+kindServer)
+		assert.Contains(t, out, "[FAIL] kube-proxy (Windows): no kube-proxy DaemonSet selects kubernetes.io/os=windows")
+		assert.Contains(t, out, "[FAIL] CNI (Windows): no flannel or Calico found")
+
+		iso := filepath.Join(c.dir, "win-node-1-join.iso")
+		_, err = harness.RunJourney(t, harness.Journey{Page: "docs/lab-windows.md", ID: "seed", Subs: []string{
+			"dist/kubenode-joiner", c.joiner,
+			"kind.kubeconfig", kind.AdminKubeconfig,
+			"192.168.150.1:6443", kind.Endpoint,
+			"192.168.150.1", "127.0.0.1",
+			"win-node-1-join.iso", iso,
+		}})
+		require.NoError(t, err)
+		cfg := seedConfig(t, iso)
+		assert.Equal(t, kind.Endpoint, cfg.APIServerEndpoint)
+		assert.Equal(t, "win-node-1", cfg.NodeName)
+		assert.Equal(t, "windows", cfg.Labels["kubenode.io/lab"])
+		assert.Equal(t, []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{"kind-control-plane"}}}, cfg.ExtraHosts)
+		if assert.NotNil(t, cfg.Timeouts.NodeReady) {
+			assert.Equal(t, 30*time.Minute, cfg.Timeouts.NodeReady.Duration)
+		}
+		assert.NotEmpty(t, cfg.Token)
+		assert.NotEmpty(t, cfg.CACertHashes)
+		// The clone's joiner takes the hosts entry once discovery has
+		// verified cluster-info against the CA pin.
+		require.NoError(t, cfg.CheckSeedHostnames(kindServer))
+	})
+
+	t.Run("docs/joiner.md: a token and a seed disc for one node", func(t *testing.T) {
+		for id, want := range map[string]map[string]string{"example": nil, "token-one": {"example.com/pool": "lab"}} {
+			iso := filepath.Join(c.dir, id+"-join-seed.iso")
+			_, err := harness.RunJourney(t, harness.Journey{Page: "docs/joiner.md", ID: id, Subs: []string{
+				"dist/kubenode-joiner", c.joiner,
+				"admin.conf", c.cp.AdminKubeconfig,
+				"join-seed.iso", iso,
+			}})
+			require.NoError(t, err)
+			cfg := seedConfig(t, iso)
+			assert.Equal(t, "10.0.2.2:6443", cfg.APIServerEndpoint, id)
+			for k, v := range want {
+				assert.Equal(t, v, cfg.Labels[k], id)
+			}
+		}
+	})
+
+	t.Run("docs/joiner.md: three nodes checked against the image, then a token deleted", func(t *testing.T) {
+		var version struct {
+			ServerVersion struct{ GitVersion string } `json:"serverVersion"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(c.kubectl("version", "-o", "json")), &version))
+		// What kubenode-export writes for an image baked with the control
+		// plane's Kubernetes release (only these keys are read).
+		manifest := filepath.Join(c.dir, "kubenode-manifest.json")
+		require.NoError(t, os.WriteFile(manifest, []byte(`{"schema_version":2,"os":{"family":"windows"},"baked":{"kubernetes":"`+version.ServerVersion.GitVersion+`"}}`), 0o644))
+		seeds := filepath.Join(c.dir, "seeds")
+		out, err := harness.RunJourney(t, harness.Journey{Page: "docs/joiner.md", ID: "token-many", Subs: []string{
+			"dist/kubenode-joiner", c.joiner,
+			"admin.conf", c.cp.AdminKubeconfig,
+			"output/kubenode-manifest.json", manifest,
+			"seeds", seeds,
+		}})
+		require.NoError(t, err)
+		for _, n := range []string{"win-1", "win-2", "win-3"} {
+			cfg := seedConfig(t, filepath.Join(seeds, n+".iso"))
+			assert.Equal(t, n, cfg.NodeName)
+			assert.Equal(t, "lab", cfg.Labels["example.com/pool"])
+		}
+		m := regexp.MustCompile(`created bootstrap token ([a-z0-9]{6})\b`).FindStringSubmatch(out)
+		require.NotNil(t, m, "joiner token prints the ID of each token it makes")
+
+		_, err = harness.RunJourney(t, harness.Journey{Page: "docs/joiner.md", ID: "token-delete", Subs: []string{"<id>", m[1]},
+			Env: append(c.node.Env(), "KUBECONFIG="+c.cp.AdminKubeconfig)})
+		require.NoError(t, err)
+		assert.NotContains(t, c.kubectl("-n", "kube-system", "get", "secrets", "-o", "name"), "bootstrap-token-"+m[1])
+	})
+
 	t.Run("a wrong CA hash is refused before any credential is written", func(t *testing.T) {
 		path := c.token("wrong-ca.yaml")
 		cfg := config.New()
@@ -195,8 +289,13 @@ func TestJoinRealControlPlane(t *testing.T) {
 	})
 
 	t.Run("doctor passes a Linux node, on the cluster's own CNI and with a DaemonSet named cilium", func(t *testing.T) {
-		doctor := func() string {
-			out, err := c.run(ctx, "doctor", "--kubeconfig", c.cp.AdminKubeconfig, "--os", "linux", "--node", nodeName)
+		// docs/joiner.md's and docs/troubleshooting.md's command, as written.
+		doctor := func(page, name string) string {
+			out, err := harness.RunJourney(t, harness.Journey{Page: page, ID: "doctor", Subs: []string{
+				"dist/kubenode-joiner", c.joiner,
+				"admin.conf", c.cp.AdminKubeconfig,
+				name, nodeName,
+			}})
 			require.NoError(t, err, "doctor exits 0 on a healthy cluster")
 			assert.Contains(t, out, "[ok  ] API server: answers, version v")
 			assert.Contains(t, out, "[ok  ] cluster-info: present")
@@ -207,7 +306,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		}
 		// The harness's CNI is a bridge configuration on this host, no
 		// DaemonSet: the Ready node is what shows it.
-		assert.Contains(t, doctor(), "[ok  ] CNI (Linux): Linux nodes Ready, so their pod network is: "+nodeName)
+		assert.Contains(t, doctor("docs/joiner.md", "<name>"), "[ok  ] CNI (Linux): Linux nodes Ready, so their pod network is: "+nodeName)
 
 		// A DaemonSet shaped like Cilium's agent. Its node selector
 		// matches no node, so it runs no Pods.
@@ -215,7 +314,7 @@ func TestJoinRealControlPlane(t *testing.T) {
 		require.NoError(t, os.WriteFile(ds, []byte(ciliumDaemonSet), 0o600))
 		c.kubectl("create", "-f", ds)
 		t.Cleanup(func() { c.kubectl("-n", "kube-system", "delete", "daemonset", "cilium", "--ignore-not-found") })
-		out := doctor()
+		out := doctor("docs/troubleshooting.md", "<node name>")
 		assert.Contains(t, out, "[ok  ] CNI (Linux): DaemonSets that write the nodes' CNI configuration (they mount the host's /etc/cni/net.d): kube-system/cilium")
 		assert.NotContains(t, out, "flannel or Calico")
 		c.kubectl("-n", "kube-system", "delete", "daemonset", "cilium")
@@ -272,6 +371,19 @@ spec:
       containers: [{name: cilium-agent, image: registry.k8s.io/pause:3.10}]
       volumes: [{name: etc-cni-netd, hostPath: {path: /etc/cni/net.d, type: DirectoryOrCreate}}]
 `
+
+// seedConfig reads the join configuration on the seed disc at path.
+func seedConfig(t *testing.T, path string) *config.Config {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	data, err := autounattend.ReadISOFile(f, config.FileName, config.MaxFileSize)
+	require.NoError(t, err, "%s holds %s", path, config.FileName)
+	cfg := config.New()
+	require.NoError(t, cfg.MergeSeed(path, data), "the joiner takes the seed")
+	return cfg
+}
 
 // localClusterCNIConf is the bridge CNI config localcluster.PrepareNode writes.
 const localClusterCNIConf = "/etc/cni/net.d/10-kubenode-harness.conflist"
