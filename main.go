@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command packer-plugin-kubenode is the Packer plugin that turns an OS install
 // ISO into a Kubernetes node image. Components register here as they land:
 // builder "kubenode-libvirt", provisioner "kubenode-bake", post-processor

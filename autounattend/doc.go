@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package autounattend renders the answer files and seed discs that make an
 // operating system install itself: Windows Autounattend.xml (Server 2019,
 // 2022, 2025) and its post-sysprep counterpart, Ubuntu autoinstall, cloud-init

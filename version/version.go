@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package version holds the plugin's version, reported to Packer by main.go.
 package version
 

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package libvirt
 
 // State-bag keys shared by the steps. Each step documents which it uses and

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command joiner brings a kubenode image into a kubeadm cluster on its first
 // boot (`joiner join`), and prepares the cluster side (`joiner token`,
 // `joiner doctor`). See docs/joiner.md.

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command lab is `make lab`: it builds the Debian node image with packer
 // (examples/debian-12-cloud-node.pkr.hcl, from release files it serves),
 // starts a control plane on 127.0.0.1

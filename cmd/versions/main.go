@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command versions compares the version table (internal/versions) with
 // the releases the Go module proxy serves: for each upstream (Kubernetes,
 // containerd, runc, the CNI plugins, cri-tools) what each row holds, the

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attest writes what an image is made of and how it was made in
 // the formats scanners and policy engines read: an SPDX 2.3 JSON SBOM
 // (SPDX) and an in-toto Statement v1 with a SLSA v1 provenance predicate

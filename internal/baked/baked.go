@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package baked carries what kubenode-bake installed, and the OS the guest
 // reported, from the provisioner to kubenode-export's manifest. A provisioner cannot add to the builder's
 // artifact, so the facts travel through a file on the build machine, keyed

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package confighash digests a component's configuration as Packer hands
 // it to the plugin, for an image's provenance: Packer tells a plugin
 // neither its template nor the template's hash, so the configuration each

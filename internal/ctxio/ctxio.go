@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ctxio stops long copies (volume uploads and downloads) when a
 // build is cancelled: a Reader or Writer that fails once its context is done.
 package ctxio

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fuzzkit helps fuzz targets of readers of untrusted bytes: it
 // bounds the time one input may take (Within), and lays a short input out
 // as a disc image (Image), so that the fuzzer mutates what a reader reads.

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package golden compares what a test rendered with a file under the
 // package's testdata/; `go test ./<pkg> -update` rewrites the files instead.
 package golden

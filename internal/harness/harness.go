@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package harness starts the real components integration tests drive
 // (libvirtd, the pinned packer with this plugin installed, the Debian base
 // disk) through the project's scripts. A missing component fails the test

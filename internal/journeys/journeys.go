@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package journeys finds the commands the user documentation tells a user
 // to run (README.md and docs/*.md) and holds each to account: a test runs
 // it as written, or the page says, in a comment readers do not see, why it

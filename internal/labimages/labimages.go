@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package labimages builds the container images the lab's nodes run, on
 // this machine and from real sources, for clusters that reach no registry:
 //

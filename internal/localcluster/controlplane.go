@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package localcluster runs a Kubernetes cluster on this host: a control
 // plane of etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 // on 127.0.0.1, made joinable by kubeadm's own init phases, and this host

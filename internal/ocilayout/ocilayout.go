@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ocilayout packs an OCI image layout directory (oci-layout,
 // index.json, blobs/) into the tar archive that `ctr images import`,
 // skopeo's oci-archive: and crane read, the same way every time: the same

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package psquote quotes values for PowerShell scripts: a value goes
 // into a script only as a literal from Quote or an array of them from
 // Array, never by string patching. The scripts are template files

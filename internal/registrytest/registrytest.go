@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package registrytest reads an artifact's HCP Packer metadata the way
 // Packer core does: through the plugin RPC, then decoded into registry
 // images. Tests use it to see what a build would publish.

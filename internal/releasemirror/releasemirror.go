@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package releasemirror serves, on 127.0.0.1, the release files
 // kubenode-bake downloads (Kubernetes, containerd, runc, crictl, the CNI
 // plugins) in their upstream layout and checksum format, for the bake's

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package safefile writes files into directories where someone else may
 // have planted links or files at the names written: nothing there is
 // followed or written through. Each file is created under a fresh name

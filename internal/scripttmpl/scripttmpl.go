@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package scripttmpl renders the scripts a guest runs from template files
 // (text/template), and checks that every value a template prints goes
 // through one of the functions its caller names as quoting.

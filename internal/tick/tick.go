@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tick runs a function at an interval in the background: progress
 // reports while a step waits, keepalives while a command runs.
 package tick

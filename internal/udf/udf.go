@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package udf finds one file by path on a UDF disc image and reads it,
 // without mounting anything. It implements only what that needs, for the
 // read-only UDF 1.02 to 2.01 discs that Windows install media and

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package versions is the version table: every release of Kubernetes,
 // containerd, the CNI plugins, crictl and Windows Server that a node image
 // can be built with, and where each release's files are downloaded from.

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package winmedia reads which images a Windows install disc offers: it
 // finds sources/install.wim or sources/install.esd on the disc (in its UDF
 // file system, see internal/udf) and reads the image list from the WIM's

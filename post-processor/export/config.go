@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate go tool packer-sdc mapstructure-to-hcl2 -type Config
 //go:generate bash ../../scripts/struct-markdown.sh
 

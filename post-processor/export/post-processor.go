@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package export is the kubenode-export post-processor: it turns the
 // builder's disk into finished images (qemu-img), with sha256 checksum
 // files and a manifest of what the image is and holds.

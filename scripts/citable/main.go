@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command citable is make ci's bookkeeping: it turns `go test -json` into
 // the plain `go test -v` text while it records each top-level test's
 // wall-clock window and result, and at the end of make ci it prints one

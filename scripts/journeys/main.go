@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command journeys is make ci's last check of the user documentation's
 // commands (internal/journeys): every command block of README.md and
 // docs/*.md was run as written by a test of this run (the ledger the

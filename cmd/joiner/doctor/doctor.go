@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package doctor is `joiner doctor`: run with an admin kubeconfig, it says
 // whether a cluster is ready for a Linux or a Windows node to join, and why
 // a named node is not Ready. Every finding that is not OK carries a fix.

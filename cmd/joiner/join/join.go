@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package join brings this machine into a kubeadm cluster: the `joiner join`
 // command run by the node's first-boot service. It is a linear list of
 // phases (see Phases); each checks before it acts, so running it again on a

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package phases runs a command as a linear list of named phases, as
 // kubeadm's workflow does: each phase may be skipped by its RunIf, and a
 // failure is reported as "phase <name>: <error>".

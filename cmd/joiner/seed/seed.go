@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package seed finds the join seed at first boot: a file at
 // config.Paths.SeedFile (written by cloud-init or the user's tooling), or
 // a volume labelled config.SeedLabel holding config.FileName, attached by

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package skew holds the version skew rules between a node's kubelet and
 // kubeadm and the control plane it joins. `joiner join` enforces them on
 // the node at first boot; `joiner token` and `joiner doctor` check them

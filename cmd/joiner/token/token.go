@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package token is `joiner token`, run on the control-plane side with an
 // admin kubeconfig: it creates a bootstrap token, reads the CA pin from
 // kube-public/cluster-info once the token has signed it, and writes the

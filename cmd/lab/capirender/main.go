@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubenode-capi-render prints the cloud-init user data that Cluster
 // API's kubeadm bootstrap provider (CABPK) puts into a Machine's bootstrap
 // Secret, rendered with Cluster API's own code: the KubeadmConfig's kubeadm

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package lab runs the whole chain kubenode exists for, on one machine:
 // build a node image with packer (kubenode-libvirt → kubenode-bake →
 // kubenode-export) with the lab's own container images preloaded, start a

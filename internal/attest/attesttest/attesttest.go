@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attesttest reads an image's SBOM and provenance back for tests:
 // the SBOM with the SPDX project's own Go library (spdx/tools-golang),
 // which the plugin itself does not link, the provenance as the in-toto

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package config is the joiner's configuration: what a node needs to join a
 // kubeadm cluster (where the API server is, the bootstrap token, the pinned
 // CA) and how it should be registered (name, labels, taints, kubelet args).

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package units describes how the joiner and the kubelet run as services:
 // the joiner's systemd unit (Linux) and the Windows service command lines of
 // the joiner and the kubelet. kubenode-bake installs them; the joiner itself

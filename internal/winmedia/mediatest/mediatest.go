@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mediatest makes small Windows-like install discs for tests with
 // the tools that make real ones' parts: wimtools (wimcapture, wimappend,
 // wimexport) for install.wim and install.esd, and genisoimage for a UDF

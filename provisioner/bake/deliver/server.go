@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deliver serves a bake's artifacts to the guest over HTTP from the
 // build machine: a server of the bake's own, listening only while the guest
 // downloads, that answers GET and HEAD for the listed files under a random

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fetch finds the artifacts a bake installs: on this machine
 // (given files, a directory of them) or downloaded into a
 // content-addressed cache, through download mirrors and a proxy, each

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package guesttest holds communicator doubles of a Linux and a Windows
 // guest, a UI that records what it shows, and test fixtures, for the tests
 // of the bake and of its operating systems' packages. It imports neither

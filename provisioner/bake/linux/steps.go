@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package linux turns the description of a node into the steps of a Linux
 // guest, POSIX shell scripts rendered from the template files in scripts/
 // (Steps, in order), and runs them over SSH (Bake).

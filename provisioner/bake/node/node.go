@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package node is the description of a node image (Image): what the bake
 // resolved from its configuration (releases from the version table, the
 // artifacts with their checked digests, images, registry hosts, the proxy,

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package remote is the bake's connection to the guest, which both
 // operating systems' steps run through: commands run and files uploaded
 // over the communicator Packer hands the provisioner (SSH or WinRM).

@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package windows turns the description of a node into the steps of a
 // Windows guest, PowerShell scripts (Steps, in order), and runs them over
 // WinRM or SSH (Bake): with the restarts the Containers feature and Windows

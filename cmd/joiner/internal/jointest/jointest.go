@@ -1,3 +1,6 @@
+// Copyright The kubenode Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jointest makes the cluster-side objects the joiner's unit tests
 // read from a fake clientset: a CA and a cluster-info ConfigMap signed for
 // a token, as kubeadm and the bootstrapsigner controller make them.
