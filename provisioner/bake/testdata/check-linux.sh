@@ -24,7 +24,9 @@ check "swap off" equals "$(wc -l < /proc/swaps)" 1
 dump=$(mktemp)
 check "containerd config dump succeeds" containerd config dump
 containerd config dump > "$dump" 2>/dev/null
-check "containerd: registry config_path" grep -q 'config_path = "/etc/containerd/certs.d"' "$dump"
+# containerd 1.x dumps config version 2 with double quotes; 2.x dumps
+# version 3 (sandbox under pinned_images, bin_dirs a list), single-quoted.
+check "containerd: registry config_path" grep -Eq "config_path = [\"']/etc/containerd/certs.d[\"']" "$dump"
 check "containerd: imports conf.d" test -d /etc/containerd/conf.d
 check "hosts.toml: registry.k8s.io upstream" grep -qF 'server = "https://registry.k8s.io"' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
 check "hosts.toml: the mirror" grep -qF '[host."http://10.0.2.2:5000"]' /etc/containerd/certs.d/registry.k8s.io/hosts.toml
@@ -32,8 +34,8 @@ for ref in ${EXPECT_IMAGES:-}; do
   check "image $ref in containerd's k8s.io namespace after the reboot" sh -c "ctr -n k8s.io images ls -q | grep -qxF '$ref'"
 done
 check "containerd: SystemdCgroup = true" grep -q 'SystemdCgroup = true' "$dump"
-check "containerd: pause image $PAUSE_IMAGE" grep -q "sandbox_image = \"$PAUSE_IMAGE\"" "$dump"
-check "containerd: CNI bin dir" grep -q 'bin_dir = "/opt/cni/bin"' "$dump"
+check "containerd: pause image $PAUSE_IMAGE" grep -Eq "(sandbox_image|sandbox) = [\"']$PAUSE_IMAGE[\"']" "$dump"
+check "containerd: CNI bin dir" grep -Eq "bin_dirs? = \[?[\"']/opt/cni/bin[\"']" "$dump"
 rm -f "$dump"
 check "kubelet $KUBERNETES_VERSION" equals "$(kubelet --version)" "Kubernetes $KUBERNETES_VERSION"
 check "kubeadm $KUBERNETES_VERSION" equals "$(kubeadm version -o short)" "$KUBERNETES_VERSION"
