@@ -322,7 +322,7 @@ func TestInstallStoryCheckCanFail(t *testing.T) {
 	assert.Empty(t, checkInstallStory(rules, "ok.md", markdownCommands("    make dev joiner && eval \"$(scripts/setup.sh env)\"\n    packer build x.pkr.hcl\n")))
 }
 
-// TestMakeHelpListMatchesTheMakefile: the README's list of what `make
+// TestMakeHelpListMatchesTheMakefile: CONTRIBUTING.md's list of what `make
 // help` prints names exactly the GNUmakefile's targets with a `## `
 // description.
 func TestMakeHelpListMatchesTheMakefile(t *testing.T) {
@@ -336,15 +336,15 @@ func TestMakeHelpListMatchesTheMakefile(t *testing.T) {
 	sort.Strings(want)
 	require.Contains(t, want, "help")
 
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile("CONTRIBUTING.md")
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(string(b), "`make help` lists them:")
-	require.True(t, ok, "README.md: the sentence \"`make help` lists them:\" and the list")
+	require.True(t, ok, "CONTRIBUTING.md: the sentence \"`make help` lists them:\" and the list")
 	list, _, _ := strings.Cut(after, "\n\n")
 	var got []string
 	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(list, -1) {
 		got = append(got, m[1])
 	}
 	sort.Strings(got)
-	assert.Equal(t, want, got, "README.md's `make help` list against GNUmakefile's targets with ## descriptions")
+	assert.Equal(t, want, got, "CONTRIBUTING.md's `make help` list against GNUmakefile's targets with ## descriptions")
 }
