@@ -53,3 +53,14 @@ for kind in builders:builder provisioners:provisioner post-processors:post-proce
 		awk "$strip_header" "$page" >"$out/README.md"
 	done
 done
+
+# The site shows these pages away from the repository: a link to a page of
+# docs/ (relative in the sources, so that it works in the repository)
+# becomes a link to that page at this release's tag, so a reader of the
+# registry reads the documentation of the version they install.
+version=$(sed -n 's/^[[:space:]]*Version = "\([^"]*\)".*/\1/p' version/version.go)
+[ -n "$version" ] || { echo "compile-to-webdocs.sh: no Version in version/version.go" >&2; exit 1; }
+base="https://github.com/kubenode/packer-plugin-kubenode/blob/v$version/docs"
+find .web-docs -name README.md -print0 | xargs -0 sed -i -E \
+	-e "s#\]\(\.\./([a-z0-9-]+\.md)#](${base}/\1#g" \
+	-e "s#\]\(([a-z0-9-]+\.md)#](${base}/\1#g"
