@@ -145,7 +145,11 @@ func CheckPackagedContainerd(k KubernetesRelease, declared, found, guest string)
 	if CheckContainerd(k, ContainerdRelease{Version: found}) == nil {
 		return nil
 	}
-	return packageRefusal(k, "", fmt.Sprintf("the containerd package of %s installed containerd %s", guest, found), "")
+	ctr := ""
+	if declared != "" {
+		ctr = "containerd_version " + declared
+	}
+	return packageRefusal(k, ctr, fmt.Sprintf("the containerd package of %s installed containerd %s", guest, found), "")
 }
 
 // packageRefusal is the refusal of the package path: the matrix's

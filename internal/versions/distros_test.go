@@ -163,4 +163,13 @@ func TestCheckPackagedContainerd(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		}
 	}
+	// The declared minor, a release older than the matrix's (v1.35:
+	// 2.1.5+).
+	k35, err := LookupKubernetes("v1.35.0")
+	require.NoError(t, err)
+	err = CheckPackagedContainerd(k35, "2.1", "2.1.3", ubuntu)
+	require.Error(t, err)
+	assert.Equal(t, `containerd_source = "package" with kubernetes_version v1.35.0 and containerd_version 2.1: `+
+		`containerd's Kubernetes support matrix lists 2.2.0+, 2.1.5+, 1.7.28+ for Kubernetes v1.35, `+
+		`and the containerd package of Ubuntu 24.04.3 LTS installed containerd 2.1.3; `+tarball, err.Error())
 }
