@@ -5,6 +5,7 @@ package versions
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 )
@@ -67,61 +68,107 @@ func ContainerdVersionFromOutput(out string) (string, error) {
 	return "", fmt.Errorf("`containerd --version` printed %q, which names no release X.Y.Z", strings.TrimSpace(out))
 }
 
+// packageRelease is containerd_version with containerd_source =
+// "package": the upstream containerd release the distribution's package
+// is built from, a minor X.Y or a release X.Y.Z, without a v.
+var packageRelease = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?$`)
+
 // CheckPackagedContainerds is `packer validate`'s check of
-// `containerd_source = "package"`, before the guest is known: it refuses
-// a Kubernetes release when the package of no release in
-// PackagedContainerds is one containerd's matrix lists for its minor, and
-// otherwise names, in warn, the releases whose package it does not list
-// (the bake refuses those on the guest, CheckPackagedContainerd).
-func CheckPackagedContainerds(k KubernetesRelease) (warn string, err error) {
-	var ok, refused, all []string
+// `containerd_source = "package"`, before the guest is known. declared is
+// containerd_version, the containerd release the user says the guest's
+// package is built from ("2.2" or "2.2.1"; "" when unset): it is refused
+// when containerd's Kubernetes support matrix does not list it for the
+// Kubernetes minor (a minor alone passes when the matrix lists the minor;
+// the bake checks the guest's release, CheckPackagedContainerd). Unset, the
+// package path passes only when every distribution in
+// PackagedContainerds that packages containerd packages a release the
+// matrix lists, and is refused otherwise, naming each one's release and
+// whether the matrix lists it.
+func CheckPackagedContainerds(k KubernetesRelease, declared string) error {
+	if declared != "" {
+		if !packageRelease.MatchString(declared) {
+			return fmt.Errorf(`containerd_version: with containerd_source = "package" it names the containerd release the distribution's package is built from, `+
+				`X.Y or X.Y.Z without a v; %q is neither`, declared)
+		}
+		if matrixLists(k, declared) {
+			return nil
+		}
+		return packageRefusal(k, "containerd_version "+declared, declared+" is not one",
+			"build on a distribution whose containerd package is one of those and set containerd_version to its release")
+	}
+	var known []string
+	all := true
 	for _, d := range PackagedContainerds {
-		if d.Containerd == "" {
-			all = append(all, d.Name+": no containerd package")
-			refused = append(refused, d.Name+" (no containerd package)")
-			continue
-		}
-		all = append(all, d.Name+": "+d.Containerd)
-		if CheckContainerd(k, ContainerdRelease{Version: d.Containerd}) == nil {
-			ok = append(ok, d.Name+"'s containerd "+d.Containerd)
-		} else {
-			refused = append(refused, d.Name+" (containerd "+d.Containerd+")")
+		switch {
+		case d.Containerd == "":
+			known = append(known, d.Name+": no containerd package")
+		case matrixLists(k, d.Containerd):
+			known = append(known, d.Name+": "+d.Containerd)
+		default:
+			known = append(known, d.Name+": "+d.Containerd+", not supported by "+k.Minor)
+			all = false
 		}
 	}
-	if len(ok) == 0 {
-		return "", packageRefusal(k, "no distribution kubenode-bake knows packages one ("+strings.Join(all, "; ")+")")
+	if all {
+		return nil
 	}
-	if len(refused) == 0 {
-		return "", nil
+	return packageRefusal(k, "containerd_version unset", "not every distribution kubenode-bake knows packages one ("+strings.Join(known, "; ")+")",
+		"set containerd_version to the containerd release your distribution's package is built from (X.Y or X.Y.Z; the bake checks it on the guest)")
+}
+
+// matrixLists says whether containerd's Kubernetes support matrix lists
+// containerd release v (X.Y.Z) for the Kubernetes release's minor; for a
+// minor alone (X.Y), whether it lists some release of that minor.
+func matrixLists(k KubernetesRelease, v string) bool {
+	if p := parseVersion(v); len(p) == 2 {
+		v = fmt.Sprintf("%d.%d.%d", p[0], p[1], math.MaxInt32)
 	}
-	return fmt.Sprintf(`containerd_source = "package" with kubernetes_version %s: containerd's Kubernetes support matrix lists %s for Kubernetes %s, `+
-		`which %s is; on %s the bake fails once it has read the guest's containerd version`,
-		k.Version, listedReleases(k), k.Minor, strings.Join(ok, " and "), strings.Join(refused, " and ")), nil
+	return CheckContainerd(k, ContainerdRelease{Version: v}) == nil
 }
 
 // CheckPackagedContainerd refuses the containerd the distribution's
 // package installed on the guest (found, as `containerd --version` names
-// it; guest is the OS's name) when containerd's matrix does not list it
-// for the Kubernetes release's minor. Its message is packer validate's.
-func CheckPackagedContainerd(k KubernetesRelease, found, guest string) error {
-	if CheckContainerd(k, ContainerdRelease{Version: found}) == nil {
-		return nil
-	}
+// it; guest is the OS's name): when containerd_version declared a release
+// of another minor (declared; "" when unset), and when containerd's
+// matrix does not list it for the Kubernetes release's minor (packer
+// validate's message).
+func CheckPackagedContainerd(k KubernetesRelease, declared, found, guest string) error {
 	if guest == "" {
 		guest = "the guest"
 	}
-	return packageRefusal(k, fmt.Sprintf("the containerd package of %s installed containerd %s", guest, found))
+	if declared != "" && minor(declared) != minor(found) {
+		return fmt.Errorf(`containerd_version %s with containerd_source = "package": the containerd package of %s installed containerd %s, a release of %s, not %s; `+
+			`set containerd_version to %s, the release this distribution's package is built from (packer validate then holds it to containerd's Kubernetes support matrix), `+
+			`or build on a distribution whose containerd package is of %s`,
+			declared, guest, found, minor(found), minor(declared), minor(found), minor(declared))
+	}
+	if CheckContainerd(k, ContainerdRelease{Version: found}) == nil {
+		return nil
+	}
+	ctr := ""
+	if declared != "" {
+		ctr = "containerd_version " + declared
+	}
+	return packageRefusal(k, ctr, fmt.Sprintf("the containerd package of %s installed containerd %s", guest, found), "")
 }
 
 // packageRefusal is the refusal of the package path: the matrix's
 // releases for the minor, why the package is not one, and what to set.
-func packageRefusal(k KubernetesRelease, why string) error {
-	fix := `set containerd_source = "tarball" and containerd_version to a release it lists`
+// ctr says what containerd_version is ("" leaves it out); fix comes before
+// the tarball path.
+func packageRefusal(k KubernetesRelease, ctr, why, fix string) error {
+	tarball := `set containerd_source = "tarball" and containerd_version to a release it lists`
 	if CheckContainerd(k, ContainerdRelease{Version: Defaults.Containerd}) == nil {
-		fix += " (the default, " + Defaults.Containerd + ", is one)"
+		tarball += " (the default, " + Defaults.Containerd + ", is one)"
 	}
-	return fmt.Errorf(`containerd_source = "package" with kubernetes_version %s: containerd's Kubernetes support matrix lists %s for Kubernetes %s, and %s; %s`,
-		k.Version, listedReleases(k), k.Minor, why, fix)
+	if fix != "" {
+		tarball = fix + ", or " + tarball
+	}
+	if ctr != "" {
+		ctr = " and " + ctr
+	}
+	return fmt.Errorf(`containerd_source = "package" with kubernetes_version %s%s: containerd's Kubernetes support matrix lists %s for Kubernetes %s, and %s; %s`,
+		k.Version, ctr, listedReleases(k), k.Minor, why, tarball)
 }
 
 // listedReleases is the matrix's releases for the minor, "2.3.0+, 2.2.0+".

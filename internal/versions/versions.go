@@ -439,12 +439,6 @@ func CheckContainerd(k KubernetesRelease, c ContainerdRelease) error {
 	if len(k.Containerd) == 0 {
 		return nil
 	}
-	minor := func(v string) string {
-		if p := parseVersion(v); len(p) >= 2 {
-			return fmt.Sprintf("%d.%d", p[0], p[1])
-		}
-		return v
-	}
 	cm := minor(c.Version)
 	listed := make([]string, len(k.Containerd))
 	for i, r := range k.Containerd {
@@ -464,6 +458,15 @@ func CheckContainerd(k KubernetesRelease, c ContainerdRelease) error {
 	}
 	return fmt.Errorf("containerd_version %s with kubernetes_version %s: containerd's Kubernetes support matrix does not list containerd %s for Kubernetes %s (it lists %s); set containerd_version to one of those",
 		c.Version, k.Version, c.Version, k.Minor, strings.Join(listed, ", "))
+}
+
+// minor is a version's "X.Y" ("2.2" of "2.2.1" and of "2.2"); v itself
+// when it is not dotted numbers.
+func minor(v string) string {
+	if p := parseVersion(v); len(p) >= 2 {
+		return fmt.Sprintf("%d.%d", p[0], p[1])
+	}
+	return v
 }
 
 // WindowsWarning says when Kubernetes' documentation does not support the

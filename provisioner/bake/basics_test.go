@@ -29,7 +29,7 @@ func TestProvisionLinuxSelfCheckFailureListsEveryProblem(t *testing.T) {
 	}
 	var p Provisioner
 	require.NoError(t, p.Prepare(map[string]any{
-		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"guest_os_type": "linux", "containerd_source": "package", "containerd_version": "2.2", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
 		"install_joiner": false, "generalize": false, "install_crictl": false,
 	}))
 	g := &guesttest.Linux{Commands: ubuntuContainerd, Fail: map[string]string{node.StepSelfCheck: "ok: containerd enabled\n" +

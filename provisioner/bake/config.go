@@ -51,13 +51,22 @@ type Config struct {
 	KubernetesVersion string `mapstructure:"kubernetes_version"`
 	// containerd release, `X.Y.Z` without a `v`: any patch release of a
 	// minor in the version table (1.7, 2.0, 2.1, 2.2, 2.3, 2.4). Default `2.3.7`.
-	// Linux with `containerd_source = "package"` uses the distribution's
-	// containerd instead.
+	// With `containerd_source = "package"` (Linux) it is instead the
+	// upstream release the distribution's containerd package is built
+	// from, a minor `X.Y` or a release `X.Y.Z` (Ubuntu 24.04: `2.2`;
+	// Debian 12: `1.6.20`, older than the matrix lists for any minor):
+	// `packer validate` refuses it when containerd's Kubernetes support
+	// matrix does not list it for `kubernetes_version`, and the bake fails
+	// when the guest's package is of another minor. Unset with the
+	// package path, `packer validate` refuses unless every distribution
+	// the version table knows packages a containerd the matrix lists.
 	ContainerdVersion string `mapstructure:"containerd_version"`
 	// Where containerd, runc and the CNI plugins come from on Linux:
 	// `tarball` (the release tarballs, from the official URLs or
 	// `artifacts_dir`) or `package` (the distribution's packages:
-	// containerd, runc, containernetworking-plugins). Default `tarball`.
+	// containerd, runc, containernetworking-plugins; set
+	// `containerd_version` to the release its containerd is built from).
+	// Default `tarball`.
 	ContainerdSource string `mapstructure:"containerd_source"`
 	// containernetworking/plugins release, `vX.Y.Z`: any v1 release.
 	// Default `v1.10.0`.
@@ -505,7 +514,7 @@ func (c *Config) Prepare(raws ...interface{}) error {
 	for _, err := range slices.Concat(c.validateVersions(), c.validateNode(), c.prepareBasics(), c.prepareImages(), c.prepareRegistryMirrors(), c.prepareDownloads()) {
 		errs = packersdk.MultiErrorAppend(errs, err)
 	}
-	c.warnings = slices.Concat(c.versionWarnings(), c.packageWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
+	c.warnings = slices.Concat(c.versionWarnings(), c.registryMirrorWarnings(), c.fetchOptions().MirrorWarnings())
 	for _, w := range c.warnings {
 		log.Printf("kubenode-bake: warning: %s", w)
 	}

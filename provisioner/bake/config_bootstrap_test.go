@@ -155,7 +155,7 @@ func TestProvisionLinuxClusterAPI(t *testing.T) {
 	}
 	var p Provisioner
 	require.NoError(t, p.Prepare(map[string]any{
-		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"guest_os_type": "linux", "containerd_source": "package", "containerd_version": "2.2", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
 		"generalize": false, "install_crictl": false, "bootstrap": "cluster-api", "packer_build_name": "capi",
 	}))
 	plan, arts, err := p.config.linuxPlan()

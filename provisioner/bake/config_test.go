@@ -6,6 +6,7 @@ package bake
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -303,10 +304,12 @@ func TestPrepareRefusesWhatWindowsCannotDo(t *testing.T) {
 
 			// The same value is fine for Linux, and for a guest whose OS is
 			// asked at build time (the Windows flow refuses it then), with
-			// a Kubernetes release a distribution's containerd serves.
+			// a Kubernetes release a distribution's containerd serves
+			// (Ubuntu 24.04's, 2.2.1, serves v1.36).
 			for _, guest := range []string{"linux", ""} {
 				var c Config
-				require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, tc.key: tc.value, "kubernetes_version": "v1.36.0"}),
+				require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, tc.key: tc.value,
+					"kubernetes_version": "v1.36.0", "containerd_version": "2.2.1"}),
 					"guest_os_type=%q", guest)
 			}
 		})
@@ -386,24 +389,62 @@ func TestPrepareHoldsContainerdToItsMatrix(t *testing.T) {
 	}
 }
 
-// The package path: refused at packer validate where no distribution the
-// table knows packages a containerd the matrix lists for the minor (v1.37:
-// 2.4.0+, 2.3.0+), naming kubernetes_version and containerd_source;
-// elsewhere the guest's containerd is checked once installed.
+// The package path at packer validate: containerd_version, when set, is
+// the release the distribution's package is built from, held to
+// containerd's matrix for the Kubernetes minor; unset, every distribution
+// the table knows to package containerd must package one the matrix lists
+// (Debian 12's 1.6.20 is listed for no minor). A refusal names
+// kubernetes_version, containerd_source and containerd_version and the
+// matrix's releases; the tarball table's own lookup of containerd_version
+// does not apply.
 func TestPrepareHoldsThePackagedContainerdToItsMatrix(t *testing.T) {
-	for _, guest := range []string{"linux", ""} {
-		var c Config
-		err := c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": "v1.37.2", "containerd_source": "package"})
-		require.Error(t, err, "guest_os_type %q", guest)
-		assert.Contains(t, err.Error(), `containerd_source = "package" with kubernetes_version v1.37.2: containerd's Kubernetes support matrix lists 2.4.0+, 2.3.0+ for Kubernetes v1.37, `+
-			`and no distribution kubenode-bake knows packages one (Debian 12: 1.6.20; Ubuntu 24.04: 2.2.1; Rocky Linux 9: no containerd package); `+
-			`set containerd_source = "tarball" and containerd_version to a release it lists (the default, 2.3.7, is one)`)
-		assert.NotContains(t, err.Error(), "containerd_version 2.3.7", "containerd_version is not what the package path installs")
+	for _, tc := range []struct {
+		k8s, ctr string
+		// want are parts of the refusal; none: accepted.
+		want []string
+	}{
+		{"v1.36.0", "", []string{`containerd_source = "package" with kubernetes_version v1.36.0 and containerd_version unset: ` +
+			`containerd's Kubernetes support matrix lists 2.3.0+, 2.2.0+ for Kubernetes v1.36`,
+			"(Debian 12: 1.6.20, not supported by v1.36; Ubuntu 24.04: 2.2.1; Rocky Linux 9: no containerd package)",
+			"set containerd_version to the containerd release your distribution's package is built from"}},
+		{"v1.36.0", "1.6", []string{`containerd_source = "package" with kubernetes_version v1.36.0 and containerd_version 1.6: ` +
+			`containerd's Kubernetes support matrix lists 2.3.0+, 2.2.0+ for Kubernetes v1.36, and 1.6 is not one`}},
+		{"v1.36.0", "1.6.20", []string{`containerd_source = "package" with kubernetes_version v1.36.0 and containerd_version 1.6.20: ` +
+			`containerd's Kubernetes support matrix lists 2.3.0+, 2.2.0+ for Kubernetes v1.36, and 1.6.20 is not one`}},
+		{"v1.36.0", "2.1.4", []string{`containerd_source = "package" with kubernetes_version v1.36.0 and containerd_version 2.1.4: ` +
+			`containerd's Kubernetes support matrix lists 2.3.0+, 2.2.0+ for Kubernetes v1.36, and 2.1.4 is not one`}},
+		{"v1.35.0", "", []string{"(Debian 12: 1.6.20, not supported by v1.35; Ubuntu 24.04: 2.2.1; Rocky Linux 9: no containerd package)"}},
+		{"v1.37.2", "", []string{"(Debian 12: 1.6.20, not supported by v1.37; Ubuntu 24.04: 2.2.1, not supported by v1.37; Rocky Linux 9: no containerd package)"}},
+		{"v1.36.0", "2.2", nil},
+		{"v1.36.0", "2.2.1", nil},
+		{"v1.35.0", "2.2", nil},
+		{"v1.37.2", "2.3", nil},
+		// Debian 12's package with containerd 1.7 from backports would
+		// not be: 1.7.28+ is v1.35's.
+		{"v1.35.0", "1.7", nil},
+	} {
+		for _, guest := range []string{"linux", ""} {
+			raw := map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": guest, "kubernetes_version": tc.k8s, "containerd_source": "package"}
+			if tc.ctr != "" {
+				raw["containerd_version"] = tc.ctr
+			}
+			name := fmt.Sprintf("%s containerd_version %q guest_os_type %q", tc.k8s, tc.ctr, guest)
+			var c Config
+			err := c.Prepare(raw)
+			if tc.want == nil {
+				assert.NoError(t, err, name)
+				assert.Empty(t, c.warnings, name)
+				continue
+			}
+			if !assert.Error(t, err, name) {
+				continue
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w, name)
+			}
+			assert.NotContains(t, err.Error(), "containerd_version: ", "%s: the tarball table's lookup does not apply", name)
+		}
 	}
-	// Ubuntu 24.04's containerd 2.2.1 is in v1.36's matrix: the guest decides.
-	var c Config
-	require.NoError(t, c.Prepare(map[string]any{"download_cache_dir": t.TempDir(), "guest_os_type": "linux", "kubernetes_version": "v1.36.0", "containerd_source": "package"}))
-	assert.Contains(t, strings.Join(c.warnings, "\n"), "on Debian 12 (containerd 1.6.20) and Rocky Linux 9 (no containerd package) the bake fails")
 }
 
 func TestPrepareWindowsUpdate(t *testing.T) {

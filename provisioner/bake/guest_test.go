@@ -51,7 +51,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 		{"windows", map[string]any{"pull_kubeadm_images": true}},
 		{"windows", map[string]any{"kubeadm_images": "pull"}},
 		{"windows", map[string]any{"cni": "bridge"}},
-		{"windows", map[string]any{"containerd_source": "package", "kubernetes_version": "v1.36.0"}},
+		{"windows", map[string]any{"containerd_source": "package", "containerd_version": "2.2", "kubernetes_version": "v1.36.0"}},
 		{"windows", with(capi, "cloud_init_datasources", []string{"NoCloud"})},
 		{"linux", with(capi, "cloudbase_init_metadata_services", []string{"cloudbaseinit.metadata.services.configdrive.ConfigDriveService"})},
 		{"linux", map[string]any{"windows_update": true}},
@@ -66,7 +66,7 @@ func TestGuestRulesOneWording(t *testing.T) {
 	for _, tc := range cases {
 		var key string
 		for k := range tc.raw {
-			if k != "bootstrap" && k != "kubernetes_version" {
+			if k != "bootstrap" && k != "kubernetes_version" && k != "containerd_version" {
 				key = k
 			}
 		}

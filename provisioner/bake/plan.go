@@ -67,6 +67,8 @@ func (c *Config) nodeImage(guest string, win versions.WindowsRelease) (node.Imag
 	}
 	if guest == "windows" || c.ContainerdSource == "tarball" {
 		img.Containerd, img.CNIPlugins = r.ctr, r.cni
+	} else {
+		img.PackageContainerd = c.ContainerdVersion
 	}
 	if img.PauseImage == "" {
 		img.PauseImage = r.k8s.PauseImage

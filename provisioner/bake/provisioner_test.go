@@ -32,7 +32,7 @@ func TestProvisionLinuxRecordsTheInventory(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o755))
 	}
 	config := map[string]any{
-		"guest_os_type": "linux", "containerd_source": "package", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
+		"guest_os_type": "linux", "containerd_source": "package", "containerd_version": "2.2", "kubernetes_version": "v1.36.0", "artifacts_dir": dir, "download_cache_dir": t.TempDir(),
 		"generalize": false, "install_crictl": false, "bootstrap": "cluster-api", "packer_build_name": "linux",
 	}
 	var p Provisioner

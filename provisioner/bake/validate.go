@@ -123,24 +123,12 @@ func (c *Config) versionWarnings() []string {
 	return ws
 }
 
-// packageWarnings name, for containerd_source = "package", the
-// distributions whose containerd package containerd's matrix does not
-// list for the Kubernetes minor: the bake fails on such a guest.
-func (c *Config) packageWarnings() []string {
-	r := c.releases()
-	if c.ContainerdSource != "package" || c.GuestOS == "windows" || r.errK != nil {
-		return nil
-	}
-	if w, err := versions.CheckPackagedContainerds(r.k8s); err == nil && w != "" {
-		return []string{w}
-	}
-	return nil
-}
-
 // validateVersions reports the versions the table refuses and checks that
 // the releases work together: containerd's release with the releases
 // containerd's support matrix lists for the Kubernetes minor (for
-// containerd_source = "package", the distributions' packages), its config
+// containerd_source = "package", the release containerd_version says the
+// distribution's package is built from or, unset, the packages of the
+// distributions the version table knows), its config
 // version with the minor's, and a kubelet flag the kubelet may no longer
 // have. (The joiner writes its JoinConfiguration in
 // the API the node's kubeadm reads, so every minor takes it.) Call it after
@@ -148,8 +136,15 @@ func (c *Config) packageWarnings() []string {
 func (c *Config) validateVersions() []error {
 	r := c.releases()
 	k8s, ctr := r.k8s, r.ctr
+	// With the package path containerd_version is the distribution's
+	// release, not one of the table's tarballs.
+	pkg := c.ContainerdSource == "package" && c.GuestOS != "windows"
+	lookups := []error{r.errK, r.errC, r.errN}
+	if pkg {
+		lookups[1] = nil
+	}
 	var errs []error
-	for _, err := range []error{r.errK, r.errC, r.errN} {
+	for _, err := range lookups {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -158,11 +153,11 @@ func (c *Config) validateVersions() []error {
 		return errs
 	}
 	switch {
-	case c.ContainerdSource == "package" && c.GuestOS != "windows":
-		// The distribution's containerd: its version is known on the
-		// guest only (linux.Bake checks it there); refused here when no
-		// distribution the table knows packages one the matrix lists.
-		if _, err := versions.CheckPackagedContainerds(k8s); err != nil {
+	case pkg:
+		// The distribution's containerd: held to the matrix here by
+		// containerd_version or, unset, by the packages of every
+		// distribution the table knows; linux.Bake checks the guest's.
+		if err := versions.CheckPackagedContainerds(k8s, c.ContainerdVersion); err != nil {
 			errs = append(errs, err)
 		}
 	case r.errC != nil:

@@ -41,6 +41,7 @@ func NewPlan(img node.Image) (Plan, error) {
 		Kubernetes:        img.Kubernetes,
 		PauseImage:        img.PauseImage,
 		ContainerdSource:  img.ContainerdSource,
+		PackageContainerd: img.PackageContainerd,
 		CNI:               img.CNI,
 		BridgeSubnet:      img.BridgeSubnet,
 		CgroupDriver:      "systemd",

@@ -91,7 +91,7 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 		}
 		changed += strings.Count(out, "changed: ")
 		if s.Name == stepPrerequisites && plan.ContainerdSource == "package" {
-			return checkPackagedContainerd(ctx, ui, r, plan.Kubernetes)
+			return checkPackagedContainerd(ctx, ui, r, plan.Kubernetes, plan.PackageContainerd)
 		}
 		return nil
 	}
@@ -125,12 +125,13 @@ func run(ctx context.Context, ui packersdk.Ui, r *remote.Remote, plan Plan, arts
 }
 
 // checkPackagedContainerd holds the containerd the distribution's package
-// installed (`containerd --version`) to containerd's Kubernetes support
-// matrix for k, before containerd is configured: packer validate could
-// not know the guest's distribution, and refuses the package path only
-// where no distribution the version table knows would do. The refusal is
-// packer validate's, naming the guest's OS.
-func checkPackagedContainerd(ctx context.Context, ui packersdk.Ui, r *remote.Remote, k versions.KubernetesRelease) error {
+// installed (`containerd --version`) to the minor of the release
+// containerd_version declared (declared; "" when unset) and to
+// containerd's Kubernetes support matrix for k, before containerd is
+// configured: packer validate held only what it could know, the declared
+// release or, unset, the packages of the distributions the version table
+// knows. Each refusal names the guest's OS.
+func checkPackagedContainerd(ctx context.Context, ui packersdk.Ui, r *remote.Remote, k versions.KubernetesRelease, declared string) error {
 	code, out, err := r.Exec(ctx, "containerd --version")
 	if err != nil || code != 0 {
 		return fmt.Errorf("asking the guest for the version of its packaged containerd (`containerd --version`): exit %d, %v: %s", code, err, strings.TrimSpace(out))
@@ -141,7 +142,7 @@ func checkPackagedContainerd(ctx context.Context, ui packersdk.Ui, r *remote.Rem
 	}
 	// The OS's name is for the message only.
 	guest, _ := askGuestOS(ctx, r)
-	if err := versions.CheckPackagedContainerd(k, v, guest.Name); err != nil {
+	if err := versions.CheckPackagedContainerd(k, declared, v, guest.Name); err != nil {
 		return err
 	}
 	ui.Say(fmt.Sprintf("kubenode-bake: the distribution's containerd %s is one containerd's Kubernetes support matrix lists for Kubernetes %s", v, k.Minor))

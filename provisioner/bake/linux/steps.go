@@ -26,6 +26,10 @@ type Plan struct {
 	// ContainerdSource is "tarball" (release tarballs uploaded to Staging)
 	// or "package" (the distribution's packages).
 	ContainerdSource string
+	// PackageContainerd is the containerd release (X.Y or X.Y.Z) the
+	// distribution's package is declared to be built from (package
+	// source); the guest's must be of its minor. Empty: not declared.
+	PackageContainerd string
 	// ContainerdTarball, RuncBinary and CNITarball are file names in
 	// Staging (tarball source only).
 	ContainerdTarball, RuncBinary, CNITarball string

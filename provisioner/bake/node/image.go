@@ -35,6 +35,10 @@ type Image struct {
 	Proxy      Proxy
 	// ContainerdSource is "tarball" or "package" (Linux only).
 	ContainerdSource string
+	// PackageContainerd is, with ContainerdSource "package", the
+	// containerd release (X.Y or X.Y.Z) containerd_version says the
+	// distribution's package is built from; empty when unset.
+	PackageContainerd string
 	// CNI is "none" or "bridge"; BridgeSubnet the bridge's pod subnet.
 	CNI, BridgeSubnet string
 
