@@ -56,6 +56,12 @@ type LinuxBake struct {
 	Images []Preloaded
 	// Template and CheckScript are the files the build ran.
 	Template, CheckScript string
+	// Packer is the packer that built it: Packer's last MPL-2.0 release
+	// (PackerMPL), so that CI builds one image with it (TestEndToEnd
+	// builds with the pinned current release); PackerVersion is its
+	// `packer version`.
+	Packer        string
+	PackerVersion PackerVersion
 }
 
 // Preloaded is an image the bake puts into containerd: the reference
@@ -66,10 +72,12 @@ type Preloaded struct{ Ref, Archive, SHA256, Digest string }
 // BakeLinux builds LinuxBake's image. With fresh it always builds (the
 // bake's own test); otherwise it takes the image an earlier build of the
 // same recipe left in the cache, if there is one. The recipe is a hash of
-// the template and check script, the packer and plugin binaries, the base
-// disk, the Kubernetes binaries and the image archives, so a change to any
-// of them builds anew. A successful build goes into the cache
-// ($KUBENODE_CACHE/images/bake-linux-<recipe>, one at a time).
+// the template and check script, the packer binary and its version, the
+// plugin binary, the base disk, the Kubernetes binaries and the image
+// archives, so a change to any of them builds anew. A successful build
+// goes into the cache ($KUBENODE_CACHE/images/bake-linux-<recipe>, one at
+// a time). It builds with PackerMPL's packer, whichever test calls it, so
+// that the Cluster API end-to-end test takes the bake test's image.
 func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 	t.Helper()
 	Libvirtd(t)
@@ -81,8 +89,10 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 		CheckScript:   filepath.Join(root, "provisioner", "bake", "testdata", "check-linux.sh"),
 	}
 	base := BaseDisk(t)
-	plugins, plugin := pluginDir(t)
-	packer := Packer(t)
+	packer := PackerMPL(t)
+	b.Packer, b.PackerVersion = packer, PackerVersionOf(t, packer)
+	plugins, plugin := pluginDirFor(t, packer)
+	t.Logf("the bake's build runs %s (%s) with %s", b.PackerVersion, packer, filepath.Base(plugin))
 
 	v, err := exec.Command(filepath.Join(b.KubernetesDir, "kubeadm"), "version", "-o", "short").Output()
 	if err != nil {
@@ -119,6 +129,7 @@ func BakeLinux(t testing.TB, fresh bool) LinuxBake {
 		}
 		fmt.Fprintf(h, "%s %s\n", filepath.Base(f), sum)
 	}
+	fmt.Fprintf(h, "packer version %s\n", b.PackerVersion)
 	fmt.Fprintf(h, "base disk %s\n", base) // its path holds the hash of its recipe
 	// The release files are built by version, the same bytes each time.
 	fmt.Fprintf(h, "containerd %s\n", b.Containerd)

@@ -35,6 +35,20 @@ func JoinerAsReleased(t testing.TB, out string) string {
 	return out
 }
 
+// PluginReleaseStamped builds the plugin into out as GoBuild does, but
+// stamped with a release's version (version.VersionPrerelease cleared, as
+// .goreleaser.yml's ldflags do): what a packer without `packer plugins
+// install --path` takes (PluginDirFor). Only the link differs from
+// GoBuild's, so it reuses its compiled packages.
+func PluginReleaseStamped(t testing.TB, out string) string {
+	t.Helper()
+	run(t, Root(), nil, "go", "build", "-ldflags", "-X "+modulePath+"/version.VersionPrerelease=", "-o", out, ".")
+	return out
+}
+
+// modulePath is the plugin's Go module.
+const modulePath = "github.com/kubenode/packer-plugin-kubenode"
+
 func run(t testing.TB, dir string, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)

@@ -87,25 +87,16 @@ func Packer(t testing.TB) string {
 	return p
 }
 
-// PluginDir builds this plugin and installs it into a fresh packer plugin
-// directory, which it returns (use it as PACKER_PLUGIN_PATH).
-func PluginDir(t testing.TB) string {
+// PackerMPL returns the packer of Packer's last MPL-2.0 release line
+// (KUBENODE_PACKER_MPL, v1.9.4), which the bake's guest test builds with.
+func PackerMPL(t testing.TB) string {
 	t.Helper()
-	plugins, _ := pluginDir(t)
-	return plugins
-}
-
-// pluginDir is PluginDir, and the plugin binary it installed.
-func pluginDir(t testing.TB) (plugins, bin string) {
-	t.Helper()
-	packer := Packer(t)
-	dir := t.TempDir()
-	bin = GoBuild(t, Root(), ".", filepath.Join(dir, "packer-plugin-kubenode"))
-	plugins = filepath.Join(dir, "plugins")
-	install := exec.Command(packer, "plugins", "install", "--path", bin, "github.com/kubenode/kubenode")
-	install.Env = append(os.Environ(), "PACKER_PLUGIN_PATH="+plugins, "PACKER_CHECKPOINT_DISABLE=1")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("packer plugins install: %v\n%s", err, out)
+	p := os.Getenv("KUBENODE_PACKER_MPL")
+	if p == "" {
+		t.Fatal("KUBENODE_PACKER_MPL is not set: run through `make integration`, or `eval \"$(scripts/setup.sh env)\"` after `scripts/setup.sh packer-mpl`")
 	}
-	return plugins, bin
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("packer not found at %s: run scripts/setup.sh packer-mpl", p)
+	}
+	return p
 }

@@ -34,9 +34,14 @@ import (
 // bakes twice (the second bake must change nothing), reboots, runs
 // testdata/check-linux.sh inside the guest, whose every failed check fails
 // the build, and exports a qcow2 and a containerDisk, which the Cluster API
-// end-to-end test boots again (harness.BakeLinux).
+// end-to-end test boots again (harness.BakeLinux). The build runs on Packer
+// 1.9.4 (KUBENODE_PACKER_MPL), the last MPL-2.0 release, with the plugin
+// installed as `packer init` would; TestEndToEnd builds with the pinned
+// current packer, so both lines run a real build.
 func TestLinuxBakeInATCGGuest(t *testing.T) {
 	b := harness.BakeLinux(t, true)
+	t.Logf("built with %s (%s)", b.PackerVersion, b.Packer)
+	assert.Equal(t, [2]int{1, 9}, [2]int{b.PackerVersion.Major, b.PackerVersion.Minor}, "the bake's build runs Packer's last MPL-2.0 line: %s", b.PackerVersion)
 	log, version, pause, k8s, images := b.Log, b.Version, b.PauseImage, b.KubernetesDir, b.Images
 
 	// The first bake changed things, the second nothing.
