@@ -2,10 +2,17 @@
 # Builds a small Debian 12 qcow2 base disk on the host (no installer: the
 # netboot installer cannot fetch its .udebs here, and installing inside a TCG
 # guest takes ~37 minutes). debootstrap + extlinux, cloud-init for the seed.
-# Cached by recipe: the path includes a hash of this file, so changing the
-# recipe builds a new disk. Needs root (debootstrap, mount, losetup).
+# Cached by recipe: the path includes the variant and a hash of this file, so
+# changing the recipe builds a new disk. Needs root (debootstrap, mount,
+# losetup).
 #
-#   scripts/base-disk.sh          builds if needed, prints the qcow2 path
+#   scripts/base-disk.sh          builds if needed, prints the qcow2 path:
+#                                 ifupdown brings up what cloud-init renders
+#   scripts/base-disk.sh netplan  the same system networked as a cloud image
+#                                 is (Ubuntu's): netplan on systemd-networkd,
+#                                 systemd-resolved, no ifupdown; cloud-init
+#                                 renders netplan, its fallback matching the
+#                                 build VM's NIC by MAC address
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,12 +20,25 @@ CACHE=${KUBENODE_CACHE:-$HOME/.cache/kubenode}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 SIZE=3G
-PACKAGES=linux-image-amd64,openssh-server,cloud-init,systemd-sysv,extlinux,python3-cffi-backend,ifupdown,isc-dhcp-client,sudo,qemu-guest-agent,e2fsprogs
+PACKAGES=linux-image-amd64,openssh-server,cloud-init,systemd-sysv,extlinux,python3-cffi-backend,sudo,qemu-guest-agent,e2fsprogs
+TOOLS="debootstrap sfdisk losetup mkfs.ext4 qemu-img extlinux"
+log() { printf '[base-disk] %s\n' "$*" >&2; }
+
+variant=${1:-}
+case "$variant" in
+  "")
+    name=debian-12
+    PACKAGES+=,ifupdown,isc-dhcp-client ;;
+  netplan)
+    name=debian-12-netplan
+    PACKAGES+=,netplan.io,systemd-resolved
+    TOOLS+=" systemctl" ;; # --root: enables units in the new system
+  *) echo "usage: $0 [netplan]" >&2; exit 2 ;;
+esac
 
 recipe=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
-out_dir=$CACHE/base-disk/debian-12-$recipe
-out=$out_dir/debian-12.qcow2
-log() { printf '[base-disk] %s\n' "$*" >&2; }
+out_dir=$CACHE/base-disk/$name-$recipe
+out=$out_dir/$name.qcow2
 
 if [ -f "$out" ]; then
   log "cached: $out"
@@ -26,7 +46,7 @@ if [ -f "$out" ]; then
   exit 0
 fi
 [ "$(id -u)" -eq 0 ] || { log "building the base disk needs root (debootstrap, mount)"; exit 1; }
-for tool in debootstrap sfdisk losetup mkfs.ext4 qemu-img extlinux; do
+for tool in $TOOLS; do
   command -v "$tool" >/dev/null || { log "$tool missing: run scripts/setup.sh packages"; exit 1; }
 done
 
@@ -44,7 +64,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "debootstrap $SUITE (minbase + kernel, sshd, cloud-init; ~4 minutes)"
+log "debootstrap $SUITE for $name (minbase + kernel, sshd, cloud-init; ~4 minutes)"
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
   { tail -30 "$work/debootstrap.log" >&2; exit 1; }
 
@@ -66,10 +86,37 @@ cat >"$mnt/etc/fstab" <<FSTAB
 UUID=$uuid / ext4 defaults,errors=remount-ro 0 1
 FSTAB
 echo "kubenode-base" >"$mnt/etc/hostname"
-# Debian's ifupdown brings up what cloud-init renders into interfaces.d.
-printf 'auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n' >"$mnt/etc/network/interfaces"
-# cloud-init only from the NoCloud seed disc: no network metadata probing.
-echo 'datasource_list: [ NoCloud, None ]' >"$mnt/etc/cloud/cloud.cfg.d/90-kubenode.cfg"
+case "$variant" in
+  "")
+    # Debian's ifupdown brings up what cloud-init renders into interfaces.d.
+    printf 'auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n' >"$mnt/etc/network/interfaces"
+    # cloud-init only from the NoCloud seed disc: no network metadata probing.
+    echo 'datasource_list: [ NoCloud, None ]' >"$mnt/etc/cloud/cloud.cfg.d/90-kubenode.cfg"
+    ;;
+  netplan)
+    # As on Ubuntu's cloud images: networkd (with its socket, by Also=)
+    # brings up what netplan generates from /etc/netplan, and its
+    # wait-online service holds network-online.target until it has;
+    # systemd-resolved's package enabled it and made /etc/resolv.conf its
+    # stub. Debian's systemd leaves networkd disabled.
+    systemctl --root="$mnt" enable systemd-networkd.service systemd-networkd-wait-online.service >&2
+    # cloud-init renders netplan (/etc/netplan/50-cloud-init.yaml), and only
+    # from a NoCloud seed disc. Two datasources besides None, so that
+    # ds-identify looks for each and, finding neither (a clone booted with
+    # a join seed alone), disables cloud-init, as a cloud image's long list
+    # does: given one and None it enables cloud-init without looking, and a
+    # cloud-init that finds no datasource renders its fallback for whatever
+    # NIC the VM has. OpenStack is known by its DMI product name, which no
+    # VM here has; ConfigDrive is not listed, so a config drive is left
+    # alone as on the default disk.
+    cat >"$mnt/etc/cloud/cloud.cfg.d/90-kubenode.cfg" <<'CFG'
+datasource_list: [ NoCloud, OpenStack, None ]
+system_info:
+  network:
+    renderers: [ netplan ]
+CFG
+    ;;
+esac
 truncate -s 0 "$mnt/etc/machine-id"
 rm -f "$mnt"/etc/ssh/ssh_host_*
 # sshd needs host keys: create them at boot when missing.
