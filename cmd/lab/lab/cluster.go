@@ -91,8 +91,7 @@ func (l *Lab) seed(ctx context.Context) error {
 	}
 	sort.Strings(keys)
 	for i := range l.opts.Nodes {
-		n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1)}
-		n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
+		n := l.joinerNode(i)
 		args := l.tokenArgs(n, keys)
 		out, err := exec.CommandContext(ctx, l.opts.Joiner, args...).CombinedOutput()
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
@@ -106,13 +105,21 @@ func (l *Lab) seed(ctx context.Context) error {
 	return nil
 }
 
+// joinerNode is the i-th node (from 0) with the joiner's bootstrap: the
+// last Options.JoinSeedOnlyNodes boot with their join seed alone.
+func (l *Lab) joinerNode(i int) *Node {
+	n := &Node{Name: fmt.Sprintf("kubenode-lab-%s-%d", l.id, i+1), JoinSeedOnly: i >= l.opts.Nodes-l.opts.JoinSeedOnlyNodes}
+	n.seedISO = filepath.Join(l.opts.WorkDir, n.Name+"-join-seed.iso")
+	return n
+}
+
 // tokenArgs are the `joiner token` arguments of a node's seed. With
 // --image-manifest, a cluster the image cannot join is refused before any
 // node boots.
 func (l *Lab) tokenArgs(n *Node, labelKeys []string) []string {
 	args := []string{"token", "--kubeconfig", l.Kubeconfig, "--seed-iso", n.seedISO, "--ttl", "2h",
 		"--description", "kubenode lab node " + n.Name}
-	if l.opts.JoinSeedOnly {
+	if n.JoinSeedOnly {
 		// The clone names itself; the lab knows its Node by this label.
 		args = append(args, "--label", LabVMLabel+"="+n.Name)
 	} else {

@@ -56,8 +56,8 @@ func TestProductionImage(t *testing.T) {
 		Plugin:        harness.GoBuild(t, root, ".", filepath.Join(bin, "packer-plugin-kubenode")),
 		Joiner:        harness.JoinerAsReleased(t, filepath.Join(bin, "kubenode-joiner")),
 		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
-		Releases:     p.Releases,
-		JoinSeedOnly: true, ClusterCNI: true, Nodes: 2,
+		Releases:          p.Releases,
+		JoinSeedOnlyNodes: 2, ClusterCNI: true, Nodes: 2,
 		ImageDir: t.TempDir(), WorkDir: filepath.Join(t.TempDir(), "work"),
 	}
 	// A download cache of its own: every release file comes through the

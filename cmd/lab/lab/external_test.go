@@ -92,15 +92,37 @@ func TestSeedChecksTheImageAgainstTheCluster(t *testing.T) {
 		"--image-manifest", "/img/kubenode-manifest.json", "--label", "kubenode.io/lab=true"}, l.tokenArgs(n, []string{"kubenode.io/lab"}))
 }
 
-func TestJoinSeedOnlyLetsTheCloneNameItself(t *testing.T) {
-	l := &Lab{opts: Options{JoinSeedOnly: true}, Kubeconfig: "/k/admin.conf"}
-	n := &Node{Name: "kubenode-lab-abc-1", seedISO: "/w/seed.iso"}
-	args := l.tokenArgs(n, nil)
-	assert.NotContains(t, args, "--node-name")
-	assert.Equal(t, []string{"--label", LabVMLabel + "=kubenode-lab-abc-1"}, args[len(args)-2:])
-	discs, err := l.seedDiscs(n)
+// The last JoinSeedOnlyNodes nodes boot with their join seed alone and
+// name themselves; the others get a cloud-init seed that names them and
+// lets the lab in.
+func TestJoinSeedOnlyNodesAreTheLastOnesAndNameThemselves(t *testing.T) {
+	work := t.TempDir()
+	l := &Lab{opts: Options{Nodes: 2, JoinSeedOnlyNodes: 1, WorkDir: work}, id: "abc", Kubeconfig: "/k/admin.conf"}
+	var err error
+	_, l.vms.authorized, err = newSSHKey(filepath.Join(work, "id_ed25519"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"/w/seed.iso"}, discs, "no cloud-init seed")
+	named, seedless := l.joinerNode(0), l.joinerNode(1)
+
+	assert.False(t, named.JoinSeedOnly)
+	args := l.tokenArgs(named, nil)
+	assert.Equal(t, []string{"--node-name", "kubenode-lab-abc-1"}, args[len(args)-2:])
+	discs, err := l.seedDiscs(named)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(work, "kubenode-lab-abc-1-cidata.iso"), filepath.Join(work, "kubenode-lab-abc-1-join-seed.iso")}, discs,
+		"a cloud-init seed, then its join seed")
+
+	assert.True(t, seedless.JoinSeedOnly)
+	args = l.tokenArgs(seedless, nil)
+	assert.NotContains(t, args, "--node-name")
+	assert.Equal(t, []string{"--label", LabVMLabel + "=kubenode-lab-abc-2"}, args[len(args)-2:])
+	discs, err = l.seedDiscs(seedless)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(work, "kubenode-lab-abc-2-join-seed.iso")}, discs, "no cloud-init seed")
+
+	for seedlessNodes, want := range map[int][]bool{0: {false, false}, 2: {true, true}} {
+		l.opts.JoinSeedOnlyNodes = seedlessNodes
+		assert.Equal(t, want, []bool{l.joinerNode(0).JoinSeedOnly, l.joinerNode(1).JoinSeedOnly}, "JoinSeedOnlyNodes %d", seedlessNodes)
+	}
 }
 
 // A build from release files passes the variables the template declares:
@@ -130,9 +152,11 @@ func TestReleasesTemplateVars(t *testing.T) {
 
 func TestLabOptionsRefuseWhatCannotWork(t *testing.T) {
 	for want, o := range map[string]Options{
-		"the lab's CNI is for its own control plane": {ClusterCNI: true, Kubeconfig: "/k/config"},
-		"a join seed alone is the joiner's":          {JoinSeedOnly: true, Bootstrap: BootstrapClusterAPI},
-		"lab: -cpus 9: want 1 to 8":                  {CPUs: 9},
+		"the lab's CNI is for its own control plane":                       {ClusterCNI: true, Kubeconfig: "/k/config"},
+		"a join seed alone is the joiner's":                                {JoinSeedOnlyNodes: 1, Bootstrap: BootstrapClusterAPI},
+		"lab: 3 nodes with their join seed alone, of 2 nodes: want 0 to 2": {JoinSeedOnlyNodes: 3, Nodes: 2},
+		"lab: -1 nodes with their join seed alone":                         {JoinSeedOnlyNodes: -1},
+		"lab: -cpus 9: want 1 to 8":                                        {CPUs: 9},
 	} {
 		t.Run(want, func(t *testing.T) { assert.ErrorContains(t, o.defaults(), want) })
 	}

@@ -83,11 +83,13 @@ type Options struct {
 	// for which BaseDisk stands in for the cloud image. Without them only
 	// a template that installs nothing from release downloads builds.
 	Releases *Releases
-	// JoinSeedOnly boots each joiner node with its join seed disc alone:
-	// no cloud-init seed names it or lets the lab in, so its host name,
-	// and the node name the joiner gives it, are the clone's own. The lab
-	// finds its Node by the label LabVMLabel and reads nothing over SSH.
-	JoinSeedOnly bool
+	// JoinSeedOnlyNodes is how many of the nodes, the last ones, boot
+	// with their join seed disc alone (0, the default: none; Nodes: all):
+	// no cloud-init seed names them or lets the lab in, so their host
+	// names, and the node names the joiner gives them, are the clones'
+	// own. The lab finds their Nodes by the label LabVMLabel and reads
+	// nothing from them over SSH (Node.JoinSeedOnly).
+	JoinSeedOnlyNodes int
 	// ClusterCNI deploys, before the nodes boot, a CNI of the lab's own as
 	// a cluster's CNI would come: a DaemonSet of the lab's busybox image
 	// that writes a bridge configuration on each node. For images baked
@@ -301,7 +303,10 @@ func (o *Options) defaults() error {
 	if o.ClusterCNI && o.Kubeconfig != "" {
 		return fmt.Errorf("lab: the lab's CNI is for its own control plane: %s %s is a cluster with a CNI of its own", KubeconfigFlag, o.Kubeconfig)
 	}
-	if o.JoinSeedOnly && o.Bootstrap != BootstrapJoiner {
+	if o.JoinSeedOnlyNodes < 0 || o.JoinSeedOnlyNodes > o.Nodes {
+		return fmt.Errorf("lab: %d nodes with their join seed alone, of %d nodes: want 0 to %d", o.JoinSeedOnlyNodes, o.Nodes, o.Nodes)
+	}
+	if o.JoinSeedOnlyNodes > 0 && o.Bootstrap != BootstrapJoiner {
 		return fmt.Errorf("lab: a join seed alone is the joiner's bootstrap; -bootstrap %s needs its datasource disc", o.Bootstrap)
 	}
 	if len(o.NodeDisks) > o.Nodes {

@@ -32,8 +32,9 @@ import (
 	"github.com/kubenode/packer-plugin-kubenode/internal/safefile"
 )
 
-// LabVMLabel names, on a node booted with Options.JoinSeedOnly, the VM it
-// runs in (the label its join seed asks for).
+// LabVMLabel names, on a node booted with its join seed alone
+// (Options.JoinSeedOnlyNodes), the VM it runs in (the label its join seed
+// asks for).
 const LabVMLabel = "kubenode.io/lab-vm"
 
 // guestUser is the account the image was built with (examples/debian-12-node.pkr.hcl).
@@ -44,6 +45,7 @@ type Node struct {
 	Name      string // its Kubernetes node name and host name
 	VMName    string // its libvirt domain
 	GuestIP   string // its address on its QEMU user network
+	MAC       string // its NIC's MAC address, the lab's own per VM
 	SSHPort   int    // 127.0.0.1's port forwarded to its sshd
 	SerialLog string // its serial console
 	// BootToReady is the time from its start to a Ready, labelled Node.
@@ -52,6 +54,10 @@ type Node struct {
 	// `cloud-init status --long`, read once the lab's workload stage has
 	// waited for it (empty on a node with no SSH).
 	FirstBoot string
+	// JoinSeedOnly says the node booted with its join seed disc alone
+	// (Options.JoinSeedOnlyNodes): Name is the one the clone gave itself,
+	// found once it registered, and the lab has no SSH into it.
+	JoinSeedOnly bool
 
 	// UninitializedTaintRemoved says the Node carried Cluster API's
 	// uninitialized taint when its bootstrap had run, and the lab removed
@@ -102,6 +108,44 @@ func (n *Node) CloudInit(ctx context.Context, timeout time.Duration) (string, er
 		return out, fmt.Errorf("node %s: cloud-init did not finish cleanly within %s: %w", n.Name, timeout, err)
 	}
 	return out, nil
+}
+
+// HostKey is the SHA256 fingerprint (as `ssh-keygen -l` prints it) of the
+// ed25519 host key the node's sshd presents. It is read in the SSH
+// handshake, before any login, so it works on a node the lab has no SSH
+// into (Node.JoinSeedOnly) as well.
+func (n *Node) HostKey(ctx context.Context) (string, error) {
+	return hostKey(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)))
+}
+
+func hostKey(ctx context.Context, addr string) (string, error) {
+	var key ssh.PublicKey
+	cfg := &ssh.ClientConfig{
+		User:              guestUser,
+		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519},
+		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
+			key = k
+			return nil
+		},
+		Timeout: 10 * time.Second,
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	// No authentication method: the login fails once the key exchange,
+	// which shows the host key, is done.
+	c, _, _, err := ssh.NewClientConn(conn, addr, cfg)
+	if c != nil {
+		c.Close()
+	}
+	if key == nil {
+		return "", fmt.Errorf("no host key from the sshd at %s: %w", addr, err)
+	}
+	return ssh.FingerprintSHA256(key), nil
 }
 
 // WaitSSH waits until the node answers over SSH (after a reboot, say).
@@ -240,8 +284,9 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	n.GuestIP = fmt.Sprintf("10.0.2.%d", 14+v.count)
 	// virtlogd writes it; the work dir is removed at the end.
 	n.SerialLog = filepath.Join(o.WorkDir, n.Name+"-serial.log")
+	n.MAC = fmt.Sprintf("52:54:00:6b:6e:%02x", v.count)
 	x, err := libvirt.VM{Name: n.VMName, Accelerator: o.Accelerator, CPUs: o.CPUs, MemoryMiB: 2048, Disk: vol,
-		CDROMs: cdroms, SSHPort: n.SSHPort, GuestIP: n.GuestIP, MAC: fmt.Sprintf("52:54:00:6b:6e:%02x", v.count),
+		CDROMs: cdroms, SSHPort: n.SSHPort, GuestIP: n.GuestIP, MAC: n.MAC,
 		SerialLog: n.SerialLog}.DomainXML()
 	if err != nil {
 		return err
@@ -262,7 +307,7 @@ func (l *Lab) bootVM(ctx context.Context, n *Node) error {
 	}
 	n.started = time.Now()
 	how, login := "join seed disc", fmt.Sprintf("ssh -i %s -p %d %s@127.0.0.1", v.keyFile, n.SSHPort, n.SSHUser())
-	if o.JoinSeedOnly {
+	if n.JoinSeedOnly {
 		how, login = "join seed disc alone", "no SSH (no cloud-init seed lets the lab in)"
 	} else {
 		n.ssh = &sshTarget{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)), user: n.SSHUser(), key: v.key}
@@ -288,7 +333,7 @@ func (l *Lab) seedDiscs(n *Node) ([]string, error) {
 		}
 		return []string{iso}, writeISO(iso, disc)
 	}
-	if l.opts.JoinSeedOnly {
+	if n.JoinSeedOnly {
 		return []string{n.seedISO}, nil
 	}
 	cidata, err := autounattend.LinuxSeed(autounattend.Linux{
@@ -400,7 +445,7 @@ func (l *Lab) showJoinerLog(ctx context.Context, n *Node, seen map[*Node]int) {
 
 // nodeState is a one-line account of the node, "Ready, labelled" once done.
 func (l *Lab) nodeState(ctx context.Context, client kubernetes.Interface, node *Node) string {
-	if l.opts.JoinSeedOnly && node.VMName == node.Name {
+	if node.JoinSeedOnly && node.VMName == node.Name {
 		// Its name is the clone's own: find it by the label its seed asks for.
 		found, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabVMLabel + "=" + node.VMName})
 		if err != nil {

@@ -22,7 +22,8 @@ import (
 // they were given; it counts logins and can drop or freeze them all, as a
 // guest that reboots or hangs does.
 type fakeSSHD struct {
-	addr string
+	addr    string
+	hostKey ssh.PublicKey
 
 	mu     sync.Mutex
 	logins int
@@ -46,7 +47,7 @@ func startFakeSSHD(t *testing.T, client ssh.PublicKey) *fakeSSHD {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
-	f := &fakeSSHD{addr: l.Addr().String()}
+	f := &fakeSSHD{addr: l.Addr().String(), hostKey: host.PublicKey()}
 	go func() {
 		for {
 			conn, err := l.Accept()
@@ -195,4 +196,28 @@ func TestSSHTargetGivesUpOnAConnectionThatStopsAnswering(t *testing.T) {
 	out, err := s.run(ctx, "cat /proc/sys/kernel/random/boot_id")
 	require.NoError(t, err)
 	assert.Equal(t, "cat /proc/sys/kernel/random/boot_id", out)
+}
+
+// The host key is read in the handshake, with no login: what a node the
+// lab has no SSH into shows of its sshd.
+func TestHostKeyIsReadWithoutALogin(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	client, err := ssh.NewSignerFromKey(priv)
+	require.NoError(t, err)
+	f := startFakeSSHD(t, client.PublicKey())
+	got, err := hostKey(context.Background(), f.addr)
+	require.NoError(t, err)
+	assert.Equal(t, ssh.FingerprintSHA256(f.hostKey), got)
+	assert.Regexp(t, `^SHA256:[A-Za-z0-9+/]{43}$`, got, "as ssh-keygen -l prints it")
+	f.mu.Lock()
+	assert.Zero(t, f.logins, "no login")
+	f.mu.Unlock()
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	l.Close()
+	_, err = hostKey(context.Background(), closed)
+	assert.Error(t, err, "nothing listening")
 }

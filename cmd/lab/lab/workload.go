@@ -6,6 +6,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -32,7 +33,7 @@ type JobResult struct {
 	// Output is what its container printed, read from the node's container
 	// log over SSH (the API server cannot reach a kubelet behind QEMU user
 	// networking, so `kubectl logs` cannot either); on a node with no SSH
-	// (Options.JoinSeedOnly), the termination message it wrote.
+	// (Node.JoinSeedOnly), the termination message it wrote.
 	Output string
 	// ReadyToSucceeded is the time from the node's Ready to the Job's
 	// completion.
@@ -136,6 +137,50 @@ func ProbeJob(node, image string) *batchv1.Job {
 	}
 }
 
+// HostJob is a Job that runs script once with the workload image's sh on
+// the named node, in the host's network namespace, with each of hostPaths
+// mounted read-only at /host followed by that path: how the lab reads a
+// node it has no SSH into (Node.JoinSeedOnly). Its container, named as
+// ProbeJob's, prints what script printed (stdout and stderr) and ends with
+// it as its termination message (the kubelet keeps 4096 bytes of it); the
+// Job fails when script does.
+func HostJob(node, image, script string, hostPaths ...string) *batchv1.Job {
+	j := ProbeJob(node, image)
+	j.GenerateName = "kubenode-lab-host-"
+	j.Labels = map[string]string{"app.kubernetes.io/name": "kubenode-lab-host"}
+	pod := &j.Spec.Template.Spec
+	pod.HostNetwork = true
+	c := &pod.Containers[0]
+	c.Command = []string{"/bin/sh", "-c", hostJobScript, "kubenode-lab-host", script}
+	c.Env = nil
+	for i, p := range hostPaths {
+		name := fmt.Sprintf("host-%d", i)
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: name,
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: path.Join("/host", p), ReadOnly: true})
+	}
+	return j
+}
+
+// hostJobScript runs its first argument and keeps what it printed as the
+// container's termination message too.
+const hostJobScript = `out=$(sh -c "$1" 2>&1); rc=$?; printf '%s\n' "$out"; printf '%s\n' "$out" > /dev/termination-log; exit $rc`
+
+// RunJob runs job (a HostJob, say) on node n, as the workload stage runs
+// its Jobs, and waits until it Succeeded; it returns what the Job printed.
+func (l *Lab) RunJob(ctx context.Context, n *Node, job *batchv1.Job) (JobResult, error) {
+	client, err := l.Client()
+	if err != nil {
+		return JobResult{}, err
+	}
+	created, err := client.BatchV1().Jobs(JobNamespace).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		return JobResult{}, fmt.Errorf("creating a Job for node %s: %w", n.Name, err)
+	}
+	l.say("job %s/%s: on node %s", JobNamespace, created.Name, n.Name)
+	return l.waitJob(ctx, client, n, created.Name)
+}
+
 // waitJob waits until the Job Succeeded and reads its Pod's output on the
 // node; a failed Job or one not done in 10 minutes is an error that says
 // what its Pod went through.
@@ -172,7 +217,11 @@ func (l *Lab) waitJob(ctx context.Context, client kubernetes.Interface, n *Node,
 			return r, nil
 		}
 		if job != nil && job.Status.Failed > 0 {
-			return r, fmt.Errorf("job %s on node %s failed: %s (kubectl --kubeconfig %s -n %s describe job %s)", name, n.Name, state, l.Kubeconfig, JobNamespace, name)
+			printed := ""
+			if pod != nil && terminationMessage(pod) != "" {
+				printed = "; it printed:\n" + terminationMessage(pod) + "\n"
+			}
+			return r, fmt.Errorf("job %s on node %s failed: %s%s (kubectl --kubeconfig %s -n %s describe job %s)", name, n.Name, state, printed, l.Kubeconfig, JobNamespace, name)
 		}
 		select {
 		case <-ctx.Done():

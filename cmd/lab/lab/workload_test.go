@@ -118,3 +118,48 @@ func TestCNIScriptWritesABridgeConfigWithBusyboxAlone(t *testing.T) {
 	assert.Equal(t, a, subnetOf("kubenode-5f0921b1b2ee"), "the same node, the same subnet")
 	assert.NotEqual(t, a, subnetOf("kubenode-634f213c3bd9"))
 }
+
+// A HostJob reads the node itself: host network, the host paths mounted
+// read-only under /host, placed on its node with the preloaded image, its
+// container named as the probe's so that its log is found the same way.
+func TestHostJobReadsTheHostReadOnly(t *testing.T) {
+	j := HostJob("kubenode-5f0921b1b2ee", "localhost/kubenode-lab/busybox:1.35.0", "ls /host/etc/netplan", "/etc/netplan", "/run/cloud-init")
+	assert.Equal(t, JobNamespace, j.Namespace)
+	assert.Equal(t, "kubenode-lab-host-", j.GenerateName)
+	assert.EqualValues(t, 0, *j.Spec.BackoffLimit)
+	pod := j.Spec.Template.Spec
+	assert.True(t, pod.HostNetwork, "the host's interfaces in /sys/class/net")
+	assert.Equal(t, map[string]string{"kubernetes.io/hostname": "kubenode-5f0921b1b2ee"}, pod.NodeSelector)
+	c := pod.Containers[0]
+	assert.Equal(t, "probe", c.Name)
+	assert.Equal(t, corev1.PullNever, c.ImagePullPolicy)
+	assert.Equal(t, []string{"/bin/sh", "-c", hostJobScript, "kubenode-lab-host", "ls /host/etc/netplan"}, c.Command)
+	require.Len(t, pod.Volumes, 2)
+	require.Len(t, c.VolumeMounts, 2)
+	for i, p := range []string{"/etc/netplan", "/run/cloud-init"} {
+		assert.Equal(t, p, pod.Volumes[i].HostPath.Path)
+		assert.Equal(t, pod.Volumes[i].Name, c.VolumeMounts[i].Name)
+		assert.Equal(t, "/host"+p, c.VolumeMounts[i].MountPath)
+		assert.True(t, c.VolumeMounts[i].ReadOnly, "read-only")
+	}
+}
+
+// The HostJob's wrapper, run by busybox's sh as in the lab's image: what
+// the script printed, stdout and stderr, goes to the log and the
+// termination message, and its exit code is the container's.
+func TestHostJobScriptKeepsWhatItPrintedAndItsExitCode(t *testing.T) {
+	busybox, err := exec.LookPath("busybox")
+	require.NoError(t, err, "busybox-static (scripts/setup.sh packages)")
+	msg := filepath.Join(t.TempDir(), "termination-log")
+	wrapper := strings.ReplaceAll(hostJobScript, "/dev/termination-log", msg)
+	require.NotEqual(t, hostJobScript, wrapper)
+	for script, code := range map[string]int{"echo one; echo two >&2": 0, "echo one; echo two >&2; exit 3": 3} {
+		cmd := exec.Command(busybox, "sh", "-c", wrapper, "kubenode-lab-host", script)
+		out, err := cmd.Output()
+		assert.Equal(t, code, cmd.ProcessState.ExitCode(), "%s: %v", script, err)
+		assert.Equal(t, "one\ntwo\n", string(out), script)
+		data, err := os.ReadFile(msg)
+		require.NoError(t, err)
+		assert.Equal(t, "one\ntwo\n", string(data), script)
+	}
+}
