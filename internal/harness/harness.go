@@ -58,10 +58,22 @@ func Libvirtd(t testing.TB) {
 }
 
 // BaseDisk returns the cached Debian 12 qcow2, building it (~5 min) if needed.
+// ifupdown brings up what cloud-init renders.
 func BaseDisk(t testing.TB) string {
 	t.Helper()
 	RequireRoot(t)
 	return script(t, "base-disk.sh")
+}
+
+// BaseDiskNetplan returns the cached Debian 12 qcow2 networked as a cloud
+// image is (scripts/base-disk.sh netplan), building it (~5 min) if needed:
+// netplan on systemd-networkd, cloud-init rendering netplan (its fallback
+// matches the NIC by MAC address) and disabled by ds-identify on a VM with
+// no NoCloud seed.
+func BaseDiskNetplan(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	return script(t, "base-disk.sh", "netplan")
 }
 
 // InstallerISO returns the cached installer-shaped ISO (scripts/installer-iso.sh:

@@ -41,16 +41,25 @@ import (
 // runc, crictl and the CNI plugins downloaded through download_mirrors
 // from their upstream layout served here, each checked against its
 // published checksum format; cni = "none", the build account locked,
-// generalized. A v1.37 control plane starts on 127.0.0.1 with the lab's
-// CNI DaemonSet (the cluster's CNI), `joiner token` makes the seeds, the
-// exported image boots under libvirt, and its first-boot joiner joins it.
-// Then: the image and manifest are right, the Node is Ready with the labels
-// asked for (one baked into the image, one from the seed), a Job runs on
-// each node, the joiner's service ran once and disabled itself, and after
-// a reboot it does not run again while the node comes back Ready. Beside
-// those checks runs the negative control of TestClusterAPI: a clone of
-// this joiner image given Cluster API's kubeadm bootstrap data on a config
-// drive must leave it alone. Finally the teardown leaves nothing behind.
+// generalized. Its input is the test base disk networked as a cloud image
+// is (scripts/base-disk.sh netplan): netplan on systemd-networkd, where
+// cloud-init's fallback matches the build VM's NIC by MAC address. A v1.37
+// control plane starts on 127.0.0.1 with the lab's CNI DaemonSet (the
+// cluster's CNI), `joiner token` makes the seeds, two clones of the
+// exported image boot under libvirt, each with a MAC of its own, and
+// their first-boot joiner joins them: the first with a cloud-init seed
+// that names it and lets the test in over SSH, the second with its join
+// seed alone, as a clone a user's tooling hands out: no datasource, so
+// cloud-init stays disabled and nothing but what generalize left gives it
+// a network. Then: the image and manifest are right, the Nodes are Ready
+// with the labels asked for (one baked into the image, one from the seed),
+// each its own machine, a Job runs on each node, the seedless clone's
+// network came from the clone netplan; on the clone with SSH, the
+// joiner's service ran once and disabled itself, and after a reboot it
+// does not run again while the node comes back Ready. Beside those checks
+// runs the negative control of TestClusterAPI: a clone of this joiner
+// image given Cluster API's kubeadm bootstrap data on a config drive must
+// leave it alone. Finally the teardown leaves nothing behind.
 func TestEndToEnd(t *testing.T) {
 	harness.RequireRoot(t)
 	root := harness.Root()
@@ -68,9 +77,9 @@ func TestEndToEnd(t *testing.T) {
 	var log strings.Builder
 	opts := lab.Options{
 		Root: root, Packer: harness.Packer(t), Plugin: plugin, Joiner: joiner,
-		KubernetesDir: k8s, BaseDisk: harness.BaseDisk(t),
+		KubernetesDir: k8s, BaseDisk: harness.BaseDiskNetplan(t),
 		Releases: p.Releases, ClusterCNI: true, CAPIRender: render,
-		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2,
+		ImageDir: images, WorkDir: work, Labels: labels, Nodes: 2, JoinSeedOnlyNodes: 1,
 		Out: teeWriter{testWriter{t}, &log},
 	}
 	// A download cache of its own: every release file comes through the
@@ -93,8 +102,8 @@ func TestEndToEnd(t *testing.T) {
 	// below: a clone of this joiner image, given Cluster API's kubeadm
 	// bootstrap data on a config drive, as TestClusterAPI's config drive
 	// clone is. Its cloud-init keeps the base disk's datasource_list
-	// (NoCloud, None): only bootstrap = "cluster-api" lists ConfigDrive, so
-	// the clone must leave the drive alone. cloud-init reads a
+	// (NoCloud, OpenStack, None): only bootstrap = "cluster-api" lists
+	// ConfigDrive, so the clone must leave the drive alone. cloud-init reads a
 	// datasource's host name and user data together, and sets the host
 	// name before the login prompt: a prompt without the drive's host name
 	// shows the data was not taken, and its runcmd (kubeadm join) will not
@@ -179,6 +188,18 @@ func TestEndToEnd(t *testing.T) {
 	client, err := l.Client()
 	require.NoError(t, err)
 	require.Len(t, l.Nodes, 2)
+	// The clone the test logs in to: checks that read the guest over SSH
+	// run on it alone. The other booted with its join seed alone; it is
+	// checked through its Node, its Jobs and what its sshd presents.
+	var sshNodes []*lab.Node
+	for _, node := range l.Nodes {
+		if !node.JoinSeedOnly {
+			sshNodes = append(sshNodes, node)
+		}
+	}
+	require.Len(t, sshNodes, 1)
+	require.True(t, l.Nodes[1].JoinSeedOnly, "the last node boots with its join seed alone")
+
 	t.Run("nodes ready with their labels, each its own machine", func(t *testing.T) {
 		names, machineIDs, hostKeys, addrs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, node := range l.Nodes {
@@ -195,16 +216,29 @@ func TestEndToEnd(t *testing.T) {
 					addrs[a.Address] = true
 				}
 			}
-			hostname, err := node.Guest(ctx, "hostname")
+			id := n.Status.NodeInfo.MachineID
+			assert.Regexp(t, `^[0-9a-f]{32}$`, id)
+			// As its sshd presents it, before any login: both clones.
+			key, err := node.HostKey(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, node.Name, strings.TrimSpace(hostname))
-			id, err := node.Guest(ctx, "cat /etc/machine-id")
-			require.NoError(t, err)
-			assert.Regexp(t, `^[0-9a-f]{32}\n$`, id)
-			assert.Equal(t, strings.TrimSpace(id), n.Status.NodeInfo.MachineID, "the kubelet reports the VM's machine-id")
-			key, err := node.Guest(ctx, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
-			require.NoError(t, err)
-			t.Logf("node %s: %s, machine-id %s, host key %s", node.Name, node.GuestIP, strings.TrimSpace(id), strings.TrimSpace(key))
+			if node.JoinSeedOnly {
+				// No cloud-init seed named it: the name is the clone's own.
+				assert.NotEqual(t, node.VMName, node.Name)
+				assert.Equal(t, node.VMName, n.Labels[lab.LabVMLabel], "found by the label its seed asked for")
+				assert.Regexp(t, `^kubenode-[0-9a-f]{12}$`, node.Name, "the image's hostname_prefix and its machine-id")
+				assert.True(t, strings.HasPrefix(id, strings.TrimPrefix(node.Name, "kubenode-")), "the name comes from the machine-id %s", id)
+			} else {
+				hostname, err := node.Guest(ctx, "hostname")
+				require.NoError(t, err)
+				assert.Equal(t, node.Name, strings.TrimSpace(hostname))
+				guestID, err := node.Guest(ctx, "cat /etc/machine-id")
+				require.NoError(t, err)
+				assert.Equal(t, guestID, id+"\n", "the kubelet reports the VM's machine-id")
+				file, err := node.Guest(ctx, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+				require.NoError(t, err)
+				assert.Contains(t, file, " "+key+" ", "its sshd presents its ed25519 host key")
+			}
+			t.Logf("node %s: %s, MAC %s, machine-id %s, host key %s", node.Name, node.GuestIP, node.MAC, id, key)
 			names[n.Name], machineIDs[id], hostKeys[key] = true, true, true
 		}
 		assert.Len(t, names, 2, "distinct node names")
@@ -235,12 +269,12 @@ func TestEndToEnd(t *testing.T) {
 			require.NotNil(t, ip, "pod IP %q", pod.Status.PodIP)
 			assert.True(t, subnets.Contains(ip), "pod IP %s from the cluster CNI's range %s", ip, subnets)
 			assert.Equal(t, fmt.Sprintf("kubenode-lab probe: node=%s pod=%s ip=%s", node.Name, pod.Name, pod.Status.PodIP), r.Output,
-				"what the Job printed, read from the node's container log")
+				"what the Job printed: its container log over SSH, or its termination message on the clone with no SSH")
 			t.Logf("job %s on %s: %q (Ready → Succeeded %s)", r.Job, r.Node, r.Output, r.ReadyToSucceeded.Round(100*time.Millisecond))
 		}
 	})
 
-	t.Run("preloaded images as containerd reports them", func(t *testing.T) {
+	t.Run("preloaded images as containerd reports them, on the clone with SSH", func(t *testing.T) {
 		var m export.Manifest
 		data, err := os.ReadFile(l.Manifest)
 		require.NoError(t, err)
@@ -252,7 +286,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		assert.Contains(t, want, "registry.k8s.io/pause:3.10.2", "the pause image the config names is preloaded")
 		assert.Contains(t, want, l.WorkloadImage)
-		for _, node := range l.Nodes {
+		for _, node := range sshNodes {
 			out, err := node.Guest(ctx, "ctr -n k8s.io images ls")
 			require.NoError(t, err)
 			got := map[string]string{}
@@ -267,8 +301,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("node basics: time sync and a grown root", func(t *testing.T) {
-		node := l.Nodes[0]
+	t.Run("node basics: time sync and a grown root, on the clone with SSH", func(t *testing.T) {
+		node := sshNodes[0]
 		out, err := node.Guest(ctx, "systemctl is-enabled systemd-timesyncd.service chrony.service 2>/dev/null | grep -x enabled")
 		assert.NoError(t, err, "a time sync service is enabled: %s", out)
 		// The template asks for a 6G disk; the base disk's root is smaller.
@@ -279,9 +313,10 @@ func TestEndToEnd(t *testing.T) {
 		assert.Greater(t, size, int64(5<<30), "the root file system grew to the disk's size on first boot")
 	})
 
-	// What a Cluster API provider or a user's monitoring reads first.
-	t.Run("cloud-init ended cleanly on every clone", func(t *testing.T) {
-		for _, node := range l.Nodes {
+	// What a Cluster API provider or a user's monitoring reads first. The
+	// seedless clone's cloud-init is disabled (the netplan subtest below).
+	t.Run("cloud-init ended cleanly on the clone with a cloud-init seed", func(t *testing.T) {
+		for _, node := range sshNodes {
 			status := node.FirstBoot // read by the lab's workload stage, once cloud-init had finished
 			assert.Contains(t, status, "status: done", "node %s: %s", node.Name, status)
 			assertNoCloudInitErrors(t, status)
@@ -289,14 +324,49 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("joiner ran once and disabled itself", func(t *testing.T) {
+	// The clone with its join seed alone has a MAC of its own (the lab's
+	// 52:54:00:6b:6e:NN; the build VM had QEMU's default) and no
+	// datasource: ds-identify disables cloud-init, so nothing renders a
+	// network config for the new MAC. It joined (above) with what
+	// generalize left: without its clone-network block, the build VM's
+	// MAC-matched netplan would have left eth0 down and the node would
+	// never have been Ready. A Job on each clone reads its network from
+	// the host: eth0's MAC and address, the .network file networkd
+	// configured it from, /etc/netplan and whether cloud-init ran.
+	t.Run("a clone booted with a new MAC and its join seed alone gets a network from the netplan guest and joins", func(t *testing.T) {
+		build := log.String()
+		assert.Contains(t, build, "changed: /etc/netplan/50-cloud-init.yaml removed (it matched the build VM's NIC by MAC address)",
+			"the build VM's cloud-init matched its NIC by MAC address, and generalize removed that")
+		assert.Contains(t, build, "changed: /etc/netplan/60-kubenode-clone.yaml")
 		for _, node := range l.Nodes {
+			r, err := l.RunJob(ctx, node, lab.HostJob(node.Name, l.WorkloadImage, networkReport, "/etc/netplan", "/run/cloud-init", "/run/systemd/netif"))
+			require.NoError(t, err)
+			t.Logf("node %s (join seed alone: %t), as a Job on it read it:\n%s", node.Name, node.JoinSeedOnly, r.Output)
+			out := r.Output + "\n" // one fact a line, the last one's newline trimmed
+			assert.Contains(t, out, "mac "+node.MAC+"\n", "node %s: the NIC the lab gave it", node.Name)
+			assert.Contains(t, out, "ipv4 "+node.GuestIP+"/24\n", "node %s: a DHCP lease", node.Name)
+			assert.Contains(t, out, "netplan /etc/netplan/60-kubenode-clone.yaml 600\n", "node %s: generalize's, root's alone", node.Name)
+			if node.JoinSeedOnly {
+				assert.Contains(t, out, "cloud-init disabled\n", "no datasource: ds-identify disabled cloud-init, which rendered nothing")
+				assert.NotContains(t, out, "by MAC", "no netplan file matches a NIC by MAC address")
+				assert.Contains(t, out, "NETWORK_FILE=/run/systemd/network/10-netplan-kubenode-any.network\n", "eth0 configured from the clone netplan")
+			} else {
+				// The control: with the lab's seed, cloud-init rendered its
+				// fallback again, matching this clone's NIC by MAC address.
+				assert.Contains(t, out, "cloud-init enabled\n")
+				assert.Contains(t, out, "netplan /etc/netplan/50-cloud-init.yaml 644 by MAC "+node.MAC+"\n")
+			}
+		}
+	})
+
+	t.Run("joiner ran once and disabled itself, on the clone with SSH", func(t *testing.T) {
+		for _, node := range sshNodes {
 			assertJoinerRanOnce(t, ctx, node)
 		}
 	})
 
-	t.Run("after a reboot the joiner does not run again", func(t *testing.T) {
-		node := l.Nodes[0]
+	t.Run("after a reboot the joiner does not run again, on the clone with SSH", func(t *testing.T) {
+		node := sshNodes[0]
 		bootID, err := node.Guest(ctx, "cat /proc/sys/kernel/random/boot_id")
 		require.NoError(t, err)
 		node.Guest(ctx, "systemctl reboot") // the connection may drop mid-command
@@ -381,7 +451,7 @@ func TestEndToEnd(t *testing.T) {
 		o := opts
 		o.SkipBuild = true // boot the image built above
 		o.Nodes = 1
-		o.JoinSeedOnly = true
+		o.JoinSeedOnlyNodes = 1
 		o.WorkDir = filepath.Join(t.TempDir(), "work")
 		readyLine := regexp.MustCompile(`node (\S+): Ready (\S+) after its start`)
 		namedLine := regexp.MustCompile(`VM (\S+) registered as node (\S+) \(the name the clone gave itself\)`)
@@ -423,6 +493,21 @@ func TestEndToEnd(t *testing.T) {
 		assert.True(t, os.IsNotExist(err), "an interrupted build exports nothing")
 	})
 }
+
+// networkReport is what a HostJob prints of a node's network, one fact a
+// line: eth0's MAC and IPv4 address, the .network file networkd
+// configured eth0 from, each netplan file with its mode and the MAC
+// address it matches, if any, and whether cloud-init was enabled.
+const networkReport = `echo "mac $(cat /sys/class/net/eth0/address)"
+echo "ipv4 $(ip -4 -o addr show dev eth0 | awk '{print $4}')"
+grep -h '^NETWORK_FILE=' "/host/run/systemd/netif/links/$(cat /sys/class/net/eth0/ifindex)"
+for f in /host/etc/netplan/*; do
+  mac=$(sed -n 's/^[[:space:]]*macaddress:[[:space:]]*//p' "$f" | tr -d "\"'")
+  echo "netplan ${f#/host} $(stat -c %a "$f")${mac:+ by MAC $mac}"
+done
+for state in enabled disabled; do
+  if [ -e "/host/run/cloud-init/$state" ]; then echo "cloud-init $state"; fi
+done`
 
 // assertJoinerRanOnce: the node's joiner service ran once, succeeded and
 // disabled itself, and scrubbed its token.
