@@ -31,7 +31,9 @@ case "$variant" in
     PACKAGES+=,ifupdown,isc-dhcp-client ;;
   netplan)
     name=debian-12-netplan
-    PACKAGES+=,netplan.io,systemd-resolved
+    # dbus by name: debootstrap leaves systemd-resolved's dependency on
+    # the virtual default-dbus-system-bus unresolved.
+    PACKAGES+=,netplan.io,systemd-resolved,dbus
     TOOLS+=" systemctl" ;; # --root: enables units in the new system
   *) echo "usage: $0 [netplan]" >&2; exit 2 ;;
 esac
