@@ -242,15 +242,15 @@ case "${1:-all}" in
   all)
     packages
     # Three jobs at once, each in a subshell of its own (set -e holds in
-    # it): the test base disk (debootstrap: mostly downloads and unpacking;
+    # it): the test base disks (debootstrap: mostly downloads and unpacking;
     # as root only, as it needs), the two packers, and packer-sdc with the
     # capirender modules, the Kubernetes binaries and goreleaser. The Go
     # builds are CPU-bound, but each spends minutes downloading modules and
     # linking on one core, which the other fills.
     pids=() names=()
     if [ "$(id -u)" -eq 0 ]; then
-      bash "$ROOT/scripts/base-disk.sh" >/dev/null &
-      pids+=($!) names+=("scripts/base-disk.sh")
+      (bash "$ROOT/scripts/base-disk.sh" >/dev/null; bash "$ROOT/scripts/base-disk.sh" netplan >/dev/null) &
+      pids+=($!) names+=("scripts/base-disk.sh (and its netplan variant)")
     fi
     (build_packer_sdc; capirender_modules; bash "$ROOT/scripts/k8s-binaries.sh" >/dev/null; build_goreleaser) &
     pids+=($!) names+=("packer-sdc, the capirender modules, scripts/k8s-binaries.sh or goreleaser")
