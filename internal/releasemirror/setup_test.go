@@ -63,7 +63,7 @@ mode=$1; shift
 case $mode in
   mod)
     if [ "$1" = download ]; then
-      d=$(mktemp -d); echo 'module k8s.io/kubernetes' > "$d/go.mod"
+      d=$(mktemp -d "$FAKE_GO_TMP/mod.XXXXXX"); echo 'module k8s.io/kubernetes' > "$d/go.mod"
       printf '{\n\t"Dir": "%s",\n}\n' "$d"
     fi ;;
   build|install)
@@ -86,6 +86,7 @@ esac
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755))
 	t.Setenv("FAKE_GO_LOG", log)
+	t.Setenv("FAKE_GO_TMP", t.TempDir()) // its module directories, removed with the test
 	return dir
 }
 

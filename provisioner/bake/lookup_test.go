@@ -65,6 +65,7 @@ func TestEachVersionIsLookedUpOncePerBuild(t *testing.T) {
 			"artifacts_dir": dir, "packer_build_name": "once", "generalize": false}))
 		assert.Equal(t, once, n, "Prepare")
 		t.Setenv("PACKER_RUN_UUID", "test-"+t.Name())
+		t.Setenv("TMPDIR", t.TempDir()) // the record of what was baked goes there
 		ui := guesttest.NewUI()
 		require.NoError(t, p.Provision(context.Background(), ui, &guesttest.Linux{}, nil))
 		assert.Equal(t, once, n, "Prepare and the build")
