@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubenode/packer-plugin-kubenode/internal/packerinit"
+
 	"github.com/kubenode/packer-plugin-kubenode/version"
 )
 
@@ -210,11 +212,9 @@ func TestReleasePluginValidatesWithPackerMPL(t *testing.T) {
 	require.NotEmpty(t, packer, "KUBENODE_PACKER_MPL (scripts/setup.sh env)")
 	bin, _ := pluginFromArchive(t)
 	plugins := t.TempDir()
-	dir := filepath.Join(plugins, "github.com", "kubenode", "kubenode")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	dst := filepath.Join(dir, filepath.Base(bin))
-	require.NoError(t, os.Rename(bin, dst))
-	require.NoError(t, os.WriteFile(dst+"_SHA256SUM", []byte(fileSHA256(t, dst)), 0o644))
+	dst, err := packerinit.Install(plugins, bin, runtime.GOOS, runtime.GOARCH)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Base(bin), filepath.Base(dst), "the archive names the binary as packer init installs it")
 	packerRun(t, packer, plugins, "init", "examples/debian-12.pkr.hcl")
 	packerRun(t, packer, plugins, validateArgs(t)...)
 }

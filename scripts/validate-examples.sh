@@ -13,7 +13,7 @@
 # (0.1.0-dev) does not meet `version = ">= 0.1.0"` there, so it gets what
 # `packer init` would install: a release build (no pre-release suffix),
 # named packer-plugin-kubenode_v<version>_<api>_<os>_<arch> beside its
-# _SHA256SUM file.
+# _SHA256SUM file (scripts/install-plugin, internal/packerinit).
 #
 #   scripts/validate-examples.sh PLUGIN_BINARY
 set -euo pipefail
@@ -73,14 +73,7 @@ if [ -n "${KUBENODE_PACKER_MPL:-}" ]; then
   export PACKER_PLUGIN_PATH=$tmp/plugins-mpl
   mod=$(go list -m)
   go build -ldflags "-X $mod/version.VersionPrerelease=" -o "$tmp/release-build" .
-  desc=$("$tmp/release-build" describe)
-  version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' <<<"$desc")
-  api=$(sed -n 's/.*"api_version":"\([^"]*\)".*/\1/p' <<<"$desc")
-  dir=$PACKER_PLUGIN_PATH/github.com/kubenode/kubenode
-  bin=$dir/packer-plugin-kubenode_v${version}_${api}_$(go env GOOS)_$(go env GOARCH)
-  mkdir -p "$dir"
-  mv "$tmp/release-build" "$bin"
-  sha256sum "$bin" | cut -d' ' -f1 | tr -d '\n' >"${bin}_SHA256SUM"
+  bin=$(go run ./scripts/install-plugin "$PACKER_PLUGIN_PATH" "$tmp/release-build")
   echo "with $("$KUBENODE_PACKER_MPL" version | head -n1) and $(basename "$bin")"
   validate_examples "$KUBENODE_PACKER_MPL"
 fi

@@ -4,11 +4,7 @@
 package harness
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/packer-plugin-sdk/plugin"
+	"github.com/kubenode/packer-plugin-kubenode/internal/packerinit"
 )
 
 // pluginSource is the source the templates' required_plugins name; packer
 // keeps an installed plugin in a directory of the same path.
-const pluginSource = "github.com/kubenode/kubenode"
+const pluginSource = packerinit.Source
 
 // PluginDir builds this plugin and installs it into a fresh packer plugin
 // directory for the pinned packer (KUBENODE_PACKER), which it returns (use
@@ -49,7 +45,7 @@ func PluginDirFor(t testing.TB, packer string) string {
 // the last MPL-2.0 line) gets what `packer init` would have installed: a
 // build stamped as a release (no pre-release suffix, which a constraint
 // like ">= 0.1.0" refuses there) put into the directory layout that packer
-// lists (InstallAsInitWould).
+// lists (packerinit.Install).
 func pluginDirFor(t testing.TB, packer string) (plugins, bin string) {
 	t.Helper()
 	pv := PackerVersionOf(t, packer)
@@ -65,7 +61,7 @@ func pluginDirFor(t testing.TB, packer string) (plugins, bin string) {
 		return plugins, bin
 	}
 	built := PluginReleaseStamped(t, filepath.Join(dir, "packer-plugin-kubenode"))
-	bin, err := InstallAsInitWould(plugins, built, runtime.GOOS, runtime.GOARCH)
+	bin, err := packerinit.Install(plugins, built, runtime.GOOS, runtime.GOARCH)
 	if err != nil {
 		t.Fatalf("installing the plugin for %s: %v", pv, err)
 	}
@@ -117,74 +113,4 @@ func PackerVersionOf(t testing.TB, packer string) PackerVersion {
 		t.Fatalf("%s: %v", packer, err)
 	}
 	return v
-}
-
-// InstalledName is the path, under a packer plugin directory, at which
-// `packer init` installs the plugin binary a describe output d stands for,
-// for goos/goarch:
-// github.com/kubenode/kubenode/packer-plugin-kubenode_v<version>_<api>_<os>_<arch>[.exe].
-// Packer reads the version and plugin API from that name, and takes the
-// binary only with a sibling <name>_SHA256SUM file holding its sha256.
-func InstalledName(d plugin.SetDescription, goos, goarch string) string {
-	name := "packer-plugin-kubenode_v" + d.Version + "_" + d.APIVersion + "_" + goos + "_" + goarch
-	if goos == "windows" {
-		name += ".exe"
-	}
-	return filepath.Join(filepath.FromSlash(pluginSource), name)
-}
-
-// InstallAsInitWould copies the plugin binary bin into the plugin directory
-// plugins as `packer init` installs a release: at InstalledName of what
-// `bin describe` reports, beside its _SHA256SUM file (hex, no newline). It
-// returns the installed binary. A development build is refused: packer
-// 1.9 does not take a pre-release version for required_plugins' ">= 0.1.0".
-func InstallAsInitWould(plugins, bin, goos, goarch string) (string, error) {
-	out, err := exec.Command(bin, "describe").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s describe: %w", bin, err)
-	}
-	var d plugin.SetDescription
-	if err := json.Unmarshal(out, &d); err != nil {
-		return "", fmt.Errorf("%s describe: %w", bin, err)
-	}
-	if d.Version == "" || d.APIVersion == "" {
-		return "", fmt.Errorf("%s describe: no version or api_version in %s", bin, out)
-	}
-	if release, _, _ := strings.Cut(d.Version, "+"); strings.Contains(release, "-") {
-		return "", fmt.Errorf("%s reports version %s: packer before 1.10 takes only a release build (build it with -ldflags \"-X <module>/version.VersionPrerelease=\")", bin, d.Version)
-	}
-	dst := filepath.Join(plugins, InstalledName(d, goos, goarch))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
-	sum, err := copyExecutable(bin, dst)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(dst+"_SHA256SUM", []byte(sum), 0o644); err != nil {
-		return "", err
-	}
-	return dst, nil
-}
-
-// copyExecutable copies src to dst (mode 0755) and returns its sha256 in hex.
-func copyExecutable(src, dst string) (string, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
-		out.Close()
-		return "", err
-	}
-	if err := out.Close(); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
